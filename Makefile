@@ -1,0 +1,69 @@
+# kernel zoo — `make up` runs the whole platform locally; `make test` runs every suite.
+# Both create .venv and install what they need (system packages through apt-get when root).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST := $(BIN)/pytest
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: help setup system-deps up test lint types unit integration system webui-js webui-browser \
+        coverage bench schemas clean
+
+help:
+	@echo "make up      - install and run the whole platform locally (prints the URL)"
+	@echo "make test    - install and run lint, types and every test suite"
+	@echo "make bench   - run every benchmark and write bench/RESULTS.md"
+
+$(STAMP): pyproject.toml
+	@bash scripts/system-deps.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+setup: $(STAMP)
+
+system-deps:
+	@bash scripts/system-deps.sh
+
+up: setup
+	$(BIN)/kz up $(ARGS)
+
+lint: setup
+	$(BIN)/ruff check .
+
+types: setup
+	$(BIN)/mypy
+
+unit: setup
+	$(PYTEST) -m unit -q
+
+integration: setup
+	$(PYTEST) -m integration -q
+
+system: setup
+	$(PYTEST) -m system -q
+
+webui-js:
+	@if command -v node >/dev/null 2>&1 && [ -d tests/webui/js ]; then \
+		node --test tests/webui/js/; \
+	else echo "node or tests/webui/js missing: skipping the JS unit tests"; fi
+
+webui-browser: setup
+	$(PYTEST) -m webui -q
+
+# The full suite: lint, types, every pytest layer with coverage, then the JS tests.
+test: setup lint types
+	$(BIN)/python scripts/run_tests.py
+	$(MAKE) --no-print-directory webui-js
+
+bench: setup
+	$(BIN)/python bench/run_all.py
+
+schemas: setup
+	$(BIN)/python -m kz_events.schema_gen
+
+clean:
+	rm -rf $(VENV) .kz kernel_data .pytest_cache .mypy_cache .ruff_cache .coverage*

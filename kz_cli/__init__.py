@@ -1,0 +1,1 @@
+"""The `kz` command."""

@@ -1,0 +1,220 @@
+"""Settings of CONTRACTS.md, from the environment or a YAML file (the environment wins).
+
+Every setting is validated at start; a bad one stops start-up with one line naming the
+variable and what it expects.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from kz_events.errors import ConfigError
+
+__all__ = ["Settings", "load_settings"]
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """All settings of every part; each part reads the ones it needs."""
+
+    nats_url: str | None = None
+    data_dir: Path = Path(".kz")
+    nats_sync_always: bool = True
+    kernel_repo_path: Path = Path("kernel_data")
+    index_path: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    runner_keys: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    submitter_tokens: dict[str, str] = msgspec.field(default_factory=dict)
+    maintainers: list[str] = msgspec.field(default_factory=list)
+    longpoll_timeout_s: float = 30.0
+    git_author_name: str = "kernel zoo"
+    git_author_email: str = "bot@kernel-zoo.invalid"
+    # runner
+    server_url: str = "http://127.0.0.1:8000"
+    runner_key: str | None = None
+    runner_arch: list[str] = msgspec.field(default_factory=list)
+    runner_id: str | None = None
+    runner_backend: str = "sandbox"
+    runner_image: str = "kernel-zoo-runner:latest"
+    task_timeout_s: float = 600.0
+    step_timeout_s: float = 300.0
+    runner_workdir: Path = Path(".kz/work")
+    heartbeat_s: float = 2.0
+    lease_s: float = 15.0
+    max_attempts: int = 3
+    # limits
+    max_upload_bytes: int = 32 * 1024 * 1024
+    max_open_submissions: int = 50
+    replicas: int = 1
+
+    @property
+    def effective_index_path(self) -> Path:
+        return self.index_path or (self.kernel_repo_path.parent / "index.json")
+
+
+# Variable name → (field, parser description). JSON-valued variables are decoded first.
+_ENV: dict[str, str] = {
+    "KZ_NATS_URL": "nats_url",
+    "KZ_DATA_DIR": "data_dir",
+    "KZ_NATS_SYNC_ALWAYS": "nats_sync_always",
+    "KZ_KERNEL_REPO_PATH": "kernel_repo_path",
+    "KZ_INDEX_PATH": "index_path",
+    "KZ_HOST": "host",
+    "KZ_PORT": "port",
+    "KZ_RUNNER_KEYS_JSON": "runner_keys",
+    "KZ_SUBMITTER_TOKENS_JSON": "submitter_tokens",
+    "KZ_MAINTAINERS": "maintainers",
+    "KZ_LONGPOLL_TIMEOUT_S": "longpoll_timeout_s",
+    "KZ_GIT_AUTHOR_NAME": "git_author_name",
+    "KZ_GIT_AUTHOR_EMAIL": "git_author_email",
+    "KZ_SERVER_URL": "server_url",
+    "KZ_RUNNER_KEY": "runner_key",
+    "KZ_RUNNER_ARCH": "runner_arch",
+    "KZ_RUNNER_ID": "runner_id",
+    "KZ_RUNNER_BACKEND": "runner_backend",
+    "KZ_RUNNER_IMAGE": "runner_image",
+    "KZ_TASK_TIMEOUT_S": "task_timeout_s",
+    "KZ_STEP_TIMEOUT_S": "step_timeout_s",
+    "KZ_RUNNER_WORKDIR": "runner_workdir",
+    "KZ_HEARTBEAT_S": "heartbeat_s",
+    "KZ_LEASE_S": "lease_s",
+    "KZ_MAX_ATTEMPTS": "max_attempts",
+    "KZ_MAX_UPLOAD_BYTES": "max_upload_bytes",
+    "KZ_MAX_OPEN_SUBMISSIONS": "max_open_submissions",
+    "KZ_REPLICAS": "replicas",
+}
+_FIELD_TO_ENV = {field: env for env, field in _ENV.items()}
+_JSON_FIELDS = {"runner_keys", "submitter_tokens"}
+_LIST_FIELDS = {"maintainers", "runner_arch"}
+_POSITIVE = {
+    "port",
+    "longpoll_timeout_s",
+    "task_timeout_s",
+    "step_timeout_s",
+    "heartbeat_s",
+    "lease_s",
+    "max_attempts",
+    "max_upload_bytes",
+    "max_open_submissions",
+    "replicas",
+}
+_BACKENDS = {"docker", "sandbox", "stub"}
+
+
+def _from_env(environ: Mapping[str, str], problems: list[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for env, field in _ENV.items():
+        raw = environ.get(env)
+        if raw is None or raw == "":
+            continue
+        if field in _JSON_FIELDS:
+            try:
+                values[field] = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                problems.append(f"{env}: expected JSON, got {raw!r} ({exc.msg})")
+        elif field in _LIST_FIELDS:
+            values[field] = [item.strip() for item in raw.split(",") if item.strip()]
+        else:
+            values[field] = raw
+    return values
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"--config {path}: cannot read YAML settings ({exc})") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"--config {path}: expected a mapping of settings, got {type(data).__name__}"
+        )
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        field = _ENV.get(str(key), str(key).lower().removeprefix("kz_").removesuffix("_json"))
+        if field not in Settings.__struct_fields__:
+            raise ConfigError(f"--config {path}: unknown setting {key!r}")
+        values[field] = value
+    return values
+
+
+def _name(field: str) -> str:
+    return _FIELD_TO_ENV.get(field, field)
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, config_file: Path | str | None = None
+) -> Settings:
+    """Settings from `config_file` overlaid by `environ` (default: the process environment).
+
+    Every bad value is reported, one line each, in a single `ConfigError`.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    if config_file:
+        values.update(_from_file(Path(config_file)))
+    values.update(_from_env(environ, problems))
+    for field, value in values.items():
+        try:
+            _convert({field: value})
+        except msgspec.ValidationError as exc:
+            problems.append(_describe(field, value, exc))
+    if not problems:
+        settings = _convert(values)
+        problems.extend(_check(settings))
+    if problems:
+        raise ConfigError("\n".join(problems), details={"problems": problems})
+    return settings
+
+
+def _convert(values: dict[str, Any]) -> Settings:
+    return msgspec.convert(values, Settings, strict=False, dec_hook=_decode_path)
+
+
+def _decode_path(kind: type, value: Any) -> Any:
+    """msgspec has no `Path` type of its own: build one from a non-empty string."""
+    if kind is Path and isinstance(value, str) and value:
+        return Path(value)
+    raise TypeError("Expected `path`")
+
+
+def _describe(field: str, value: Any, exc: msgspec.ValidationError) -> str:
+    """One line from msgspec's "Expected `int`, got `str` - at `$.port`" and the bad value."""
+    message, _, where = str(exc).partition(" - at `$.")
+    expected = message.split(", got")[0].replace("`", "")
+    inner = where.rstrip("`").removeprefix(field)
+    at = f" at {field}{inner}" if inner else ""
+    return f"{_name(field)}: {expected[:1].lower()}{expected[1:]}{at}, got {value!r}"
+
+
+def _check(settings: Settings) -> list[str]:
+    problems: list[str] = []
+    for field in sorted(_POSITIVE):
+        value = getattr(settings, field)
+        if not (math.isfinite(value) and value > 0):
+            problems.append(f"{_name(field)}: expected a positive number, got {value}")
+    if settings.port > 65535:
+        problems.append(f"KZ_PORT: expected a port number 1-65535, got {settings.port}")
+    if settings.runner_backend not in _BACKENDS:
+        got = settings.runner_backend
+        problems.append(f"KZ_RUNNER_BACKEND: expected one of docker, sandbox, stub, got {got!r}")
+    if settings.nats_url is not None and not settings.nats_url.startswith(("nats://", "tls://")):
+        problems.append(
+            f"KZ_NATS_URL: expected a nats:// or tls:// URL, got {settings.nats_url!r}"
+        )
+    for key, arches in settings.runner_keys.items():
+        if not key or not arches:
+            problems.append(
+                f'KZ_RUNNER_KEYS_JSON: expected {{"key": ["arch", ...]}}, got key {key!r}'
+            )
+    return problems

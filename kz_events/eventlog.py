@@ -1,0 +1,406 @@
+"""`EventLog`: the one client of the event log that the other packages use.
+
+It ensures the streams and object stores, appends events with de-duplication and per-aggregate
+optimistic concurrency, rebuilds aggregates, replays and follows the log, publishes heartbeats,
+and streams package and log objects. NATS errors are translated here, once, into `KzError`s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    ObjectStoreConfig,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.object_store import ObjectStore
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
+
+from kz_events.errors import ConcurrencyConflict, LogUnavailable, ObjectNotFound
+from kz_events.events import Event, UnknownEvent, decode_event, encode_event, subject_of
+from kz_events.subjects import (
+    EVENTS_STREAM,
+    EVENTS_SUBJECTS,
+    LIVE_STREAM,
+    LIVE_SUBJECTS,
+    LOGS_BUCKET,
+    PACKAGES_BUCKET,
+    consumer_name,
+    submitted_filter,
+)
+
+__all__ = ["EventLog", "LogOptions", "Stored"]
+
+log = logging.getLogger(__name__)
+
+WRONG_LAST_SEQUENCE = 10071
+T = TypeVar("T")
+
+Stored = tuple[int, Event | UnknownEvent]
+"""An event with its stream sequence."""
+
+TRANSIENT = (
+    nats.errors.TimeoutError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.NoRespondersError,
+    nats.js.errors.ServiceUnavailableError,
+    nats.js.errors.NoStreamResponseError,
+    asyncio.TimeoutError,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogOptions:
+    """How the streams are laid out and how hard the client retries."""
+
+    replicas: int = 1
+    dedup_window_s: float = 120.0
+    live_max_age_s: float = 600.0
+    retry_attempts: int = 6
+    retry_total_s: float = 30.0
+    retry_fast: bool = False  # zero waits, for tests
+    request_timeout_s: float = 5.0
+
+
+class EventLog:
+    """Append, load, replay and follow the `KZ_EVENTS` stream; heartbeats and objects beside it."""
+
+    def __init__(self, nc: Client, options: LogOptions | None = None) -> None:
+        self.nc = nc
+        self.js: JetStreamContext = nc.jetstream(
+            timeout=(options or LogOptions()).request_timeout_s
+        )
+        self.options = options or LogOptions()
+        self._buckets: dict[str, ObjectStore] = {}
+
+    # --- connection ---------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls, url: str, options: LogOptions | None = None, *, name: str = "kz", **connect_kw: Any
+    ) -> EventLog:
+        async def on_disconnect() -> None:
+            if nc_box and (nc_box[0].is_closed or nc_box[0].is_draining):
+                return
+            log.warning("event log: disconnected from %s, reconnecting", url)
+
+        async def on_reconnect() -> None:
+            log.warning("event log: reconnected to %s", url)
+
+        nc_box: list[Client] = []
+        try:
+            nc = await nats.connect(
+                url,
+                name=name,
+                connect_timeout=2,
+                max_reconnect_attempts=connect_kw.pop("max_reconnect_attempts", 120),
+                reconnect_time_wait=connect_kw.pop("reconnect_time_wait", 0.5),
+                disconnected_cb=on_disconnect,
+                reconnected_cb=on_reconnect,
+                **connect_kw,
+            )
+        except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
+            raise LogUnavailable(f"cannot reach NATS at {url}: {exc}") from exc
+        nc_box.append(nc)
+        return cls(nc, options)
+
+    async def close(self) -> None:
+        if not self.nc.is_closed:
+            await self.nc.drain()
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.nc.is_connected)
+
+    # --- setup --------------------------------------------------------------------------
+
+    async def ensure(self) -> None:
+        """Create or update the streams and object stores the design needs."""
+        opts = self.options
+        events = StreamConfig(
+            name=EVENTS_STREAM,
+            subjects=[EVENTS_SUBJECTS],
+            storage=StorageType.FILE,
+            num_replicas=opts.replicas,
+            duplicate_window=opts.dedup_window_s,
+            deny_delete=True,
+            deny_purge=True,
+            allow_direct=True,
+        )
+        live = StreamConfig(
+            name=LIVE_STREAM,
+            subjects=[LIVE_SUBJECTS],
+            storage=StorageType.FILE,
+            num_replicas=opts.replicas,
+            max_msgs_per_subject=1,
+            max_age=opts.live_max_age_s,
+            allow_direct=True,
+        )
+        for config in (events, live):
+            await self._retry(functools.partial(self._add_or_update, config))
+        for bucket in (PACKAGES_BUCKET, LOGS_BUCKET):
+            self._buckets[bucket] = await self._retry(functools.partial(self._object_store, bucket))
+
+    async def _add_or_update(self, config: StreamConfig) -> None:
+        try:
+            await self.js.add_stream(config)
+        except nats.js.errors.BadRequestError:
+            await self.js.update_stream(config)
+
+    async def _object_store(self, bucket: str) -> ObjectStore:
+        config = ObjectStoreConfig(
+            bucket=bucket, storage=StorageType.FILE, replicas=self.options.replicas
+        )
+        return await self.js.create_object_store(bucket, config)
+
+    # --- appending ----------------------------------------------------------------------
+
+    async def append(
+        self, event: Event, *, expect: int | None = None, expect_on: str | None = None
+    ) -> int:
+        """Store `event` once (its `event_id` de-duplicates retries) and return its sequence.
+
+        `expect` is the sequence of the last event the caller saw for the event's aggregate
+        (0: the aggregate must not exist yet); `expect_on` names that aggregate's subject filter.
+        A mismatch raises `ConcurrencyConflict`.
+        """
+        subject = subject_of(event)
+        headers = {"Nats-Msg-Id": event.event_id}
+        if expect is not None:
+            if expect_on is None:
+                expect_on = subject.rsplit(".", 1)[0] + ".*"
+            headers["Nats-Expected-Last-Subject-Sequence"] = str(expect)
+            headers["Nats-Expected-Last-Subject-Sequence-Subject"] = expect_on
+        payload = encode_event(event)
+        try:
+            ack = await self._retry(
+                lambda: self.js.publish(subject, payload, stream=EVENTS_STREAM, headers=headers)
+            )
+        except nats.js.errors.APIError as exc:
+            if exc.err_code == WRONG_LAST_SEQUENCE:
+                # The server checks the expectation before de-duplication, so a retry of an
+                # append that was stored lands here: find it and answer as the first time did.
+                stored = await self._find_event(expect_on or subject, event.event_id)
+                if stored is not None:
+                    return stored
+                raise ConcurrencyConflict(
+                    f"{subject_of(event)}: the aggregate moved past sequence {expect}",
+                    details={"expected": expect, "subject": expect_on},
+                ) from exc
+            raise
+        return int(ack.seq)
+
+    async def _find_event(self, subject_filter: str, event_id: str) -> int | None:
+        async for seq, stored in self.replay(1, subject_filter=subject_filter):
+            if getattr(stored, "event_id", None) == event_id:
+                return seq
+        return None
+
+    async def publish_live(self, event: Event) -> int:
+        """Publish a heartbeat to `KZ_LIVE`, where only the newest per subject is kept."""
+        ack = await self._retry(
+            lambda: self.js.publish(subject_of(event), encode_event(event), stream=LIVE_STREAM)
+        )
+        return int(ack.seq)
+
+    async def last_live(self, subject: str) -> Event | UnknownEvent | None:
+        try:
+            msg = await self._retry(lambda: self.js.get_last_msg(LIVE_STREAM, subject))
+        except nats.js.errors.NotFoundError:
+            return None
+        return decode_event(msg.data or b"")
+
+    # --- reading ------------------------------------------------------------------------
+
+    async def last_event(self, subject: str) -> Stored | None:
+        """The newest event stored on exactly `subject` (a direct lookup), or None."""
+        try:
+            msg = await self._retry(functools.partial(self.js.get_last_msg, EVENTS_STREAM, subject))
+        except nats.js.errors.NotFoundError:
+            return None
+        return int(msg.seq or 0), decode_event(msg.data or b"")
+
+    async def last_seq(self, stream: str = EVENTS_STREAM) -> int:
+        info = await self._retry(lambda: self.js.stream_info(stream))
+        return int(info.state.last_seq)
+
+    async def load(self, subject_filter: str) -> list[Stored]:
+        """Every event on `subject_filter` so far, in order: rebuilds one aggregate."""
+        return [item async for item in self.replay(1, subject_filter=subject_filter)]
+
+    async def replay(
+        self,
+        from_seq: int = 1,
+        *,
+        subject_filter: str = EVENTS_SUBJECTS,
+        upto: int | None = None,
+        stream: str = EVENTS_STREAM,
+        batch: int = 1000,
+    ) -> AsyncIterator[Stored]:
+        """Events from `from_seq` up to the stream's end now (or `upto`), in order, then stop."""
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=max(1, from_seq),
+            ack_policy=AckPolicy.NONE,
+            filter_subject=subject_filter,
+            inactive_threshold=60.0,
+        )
+        psub = await self._retry(
+            lambda: self.js.pull_subscribe(subject_filter, stream=stream, config=config)
+        )
+        try:
+            remaining = int((await psub.consumer_info()).num_pending)
+            while remaining > 0:
+                fetch = functools.partial(psub.fetch, min(batch, remaining), timeout=5)
+                msgs = await self._retry(fetch)
+                for msg in msgs:
+                    seq = int(msg.metadata.sequence.stream)
+                    if upto is not None and seq > upto:
+                        return
+                    remaining = int(msg.metadata.num_pending)
+                    yield seq, decode_event(msg.data)
+        finally:
+            await psub.unsubscribe()
+
+    async def subscribe(
+        self,
+        subject_filter: str = EVENTS_SUBJECTS,
+        from_seq: int = 1,
+        *,
+        stream: str = EVENTS_STREAM,
+    ) -> AsyncIterator[Stored]:
+        """Follow the log from `from_seq` forever (an ordered consumer); cancel to stop."""
+        queue: asyncio.Queue[Msg] = asyncio.Queue(maxsize=10_000)
+
+        async def on_msg(msg: Msg) -> None:
+            await queue.put(msg)
+
+        sub = await self._retry(
+            lambda: self.js.subscribe(
+                subject_filter,
+                stream=stream,
+                ordered_consumer=True,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                config=ConsumerConfig(opt_start_seq=max(1, from_seq)),
+                cb=on_msg,
+            )
+        )
+        try:
+            while True:
+                msg = await queue.get()
+                yield int(msg.metadata.sequence.stream), decode_event(msg.data)
+        finally:
+            await sub.unsubscribe()
+
+    # --- the per-architecture task consumer ---------------------------------------------
+
+    async def ensure_task_consumer(
+        self, arch: str, *, lease_s: float = 15.0, max_attempts: int = 3
+    ) -> str:
+        """Create (or update) the durable pull consumer that every runner of `arch` shares.
+
+        `lease_s` is the ack wait: a task whose runner stops heartbeating (`in_progress`) is
+        redelivered after it; `max_attempts` bounds deliveries. Returns the consumer's name.
+        """
+        name = consumer_name(arch)
+        config = ConsumerConfig(
+            durable_name=name,
+            filter_subject=submitted_filter(arch),
+            deliver_policy=DeliverPolicy.ALL,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=lease_s,
+            max_deliver=max_attempts,
+            max_ack_pending=10_000,
+        )
+        await self._retry(functools.partial(self.js.add_consumer, EVENTS_STREAM, config))
+        return name
+
+    # --- objects ------------------------------------------------------------------------
+
+    async def bucket(self, name: str) -> ObjectStore:
+        if name not in self._buckets:
+            self._buckets[name] = await self._retry(lambda: self.js.object_store(name))
+        return self._buckets[name]
+
+    async def put_object(self, bucket: str, key: str, source: Path | IO[bytes]) -> int:
+        """Stream `source` into the object store under `key`; returns its size in bytes."""
+        store = await self.bucket(bucket)
+        if isinstance(source, Path):
+            with source.open("rb") as handle:
+                info = await store.put(key, handle)
+        else:
+            info = await store.put(key, source)  # type: ignore[arg-type]
+        return int(info.size or 0)
+
+    async def has_object(self, bucket: str, key: str) -> bool:
+        store = await self.bucket(bucket)
+        try:
+            await store.get_info(key)
+        except nats.js.errors.ObjectNotFoundError:
+            return False
+        return True
+
+    async def get_object(self, bucket: str, key: str, sink: IO[bytes]) -> int:
+        """Stream the object `key` into `sink`; raises `ObjectNotFound`."""
+        store = await self.bucket(bucket)
+        try:
+            result = await store.get(key, writeinto=sink)  # type: ignore[arg-type]
+        except nats.js.errors.ObjectNotFoundError as exc:
+            raise ObjectNotFound(f"no object {key!r} in {bucket}") from exc
+        return int(result.info.size or 0)
+
+    async def get_object_bytes(self, bucket: str, key: str) -> bytes:
+        store = await self.bucket(bucket)
+        try:
+            result = await store.get(key)
+        except nats.js.errors.ObjectNotFoundError as exc:
+            raise ObjectNotFound(f"no object {key!r} in {bucket}") from exc
+        return bytes(result.data or b"")
+
+    # --- retries ------------------------------------------------------------------------
+
+    async def _retry(self, call: Callable[[], Any]) -> Any:
+        """Run `call`, retrying named transient errors with jittered backoff, bounded."""
+        opts = self.options
+        wait = wait_exponential_jitter(
+            initial=0.0 if opts.retry_fast else 0.05, max=0 if opts.retry_fast else 2.0
+        )
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(TRANSIENT),
+                stop=stop_after_attempt(opts.retry_attempts) | stop_after_delay(opts.retry_total_s),
+                wait=wait,
+                reraise=True,
+                before_sleep=lambda state: log.warning(
+                    "event log: transient error, retrying (attempt %d): %r",
+                    state.attempt_number,
+                    state.outcome.exception() if state.outcome else None,
+                ),
+            ):
+                with attempt:
+                    return await call()
+        except TRANSIENT as exc:
+            raise LogUnavailable(f"NATS did not answer after retries: {exc!r}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,323 @@
+"""The event vocabulary: every fact the system records, one frozen msgspec Struct each.
+
+All events share `event_id`, `type` (the tag), `schema_version`, `occurred_at` and `actor`;
+the rest is the typed body. One `Decoder` for the tagged union is built once. Unknown fields
+from newer writers are ignored; an unknown `type` decodes to `UnknownEvent`, never dropped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+import msgspec
+
+from kz_events.errors import UnknownEventType
+from kz_events.ids import KernelId
+from kz_events.subjects import event_subject, live_subject
+
+__all__ = [
+    "ALL_EVENT_TYPES",
+    "LIVE_EVENT_TYPES",
+    "Event",
+    "EventMeta",
+    "KernelClaimed",
+    "KernelEvent",
+    "KernelImported",
+    "KernelReleased",
+    "LiveEvent",
+    "RunnerDeregistered",
+    "RunnerEvent",
+    "RunnerHeartbeat",
+    "RunnerRegistered",
+    "SubmissionAccepted",
+    "SubmissionCancelled",
+    "SubmissionClaimed",
+    "SubmissionCommitted",
+    "SubmissionDisqualified",
+    "SubmissionEvent",
+    "SubmissionFailed",
+    "SubmissionRejected",
+    "SubmissionResult",
+    "SubmissionSubmitted",
+    "TaskHeartbeat",
+    "UnknownEvent",
+    "decode_event",
+    "encode_event",
+    "subject_of",
+]
+
+SCHEMA_VERSION = 1
+
+# Reason codes a task can end with; `accepted`/`rejected` are the benchmark's verdicts.
+Outcome = Literal[
+    "accepted",
+    "rejected",
+    "build_failed",
+    "benchmark_error",
+    "invalid_result",
+    "timed_out",
+    "cancelled",
+]
+
+
+class EventMeta(msgspec.Struct, frozen=True, kw_only=True):
+    """What the writer of an event supplies: identity, time and who acted."""
+
+    event_id: str
+    occurred_at: datetime
+    actor: str
+
+
+class _Base(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    event_id: str
+    schema_version: int = SCHEMA_VERSION
+    occurred_at: datetime
+    actor: str
+
+    aggregate: ClassVar[str] = ""
+
+    @property
+    def type(self) -> str:
+        return str(type(self).__struct_config__.tag)
+
+
+# --- submission aggregate -------------------------------------------------------------------
+
+
+class _SubmissionBase(_Base, frozen=True, kw_only=True):
+    submission_id: str
+    kernel_id: str
+
+    aggregate: ClassVar[str] = "submission"
+
+    @property
+    def kernel(self) -> KernelId:
+        return KernelId.parse(self.kernel_id)
+
+
+class SubmissionSubmitted(_SubmissionBase, frozen=True, kw_only=True, tag="submitted"):
+    submitter_id: str
+    package_digest: str
+    package_size: int
+    base_commit: str | None = None
+    message: str = ""
+    idempotency_key: str | None = None
+    new_kernel: bool = False
+    max_attempts: int = 3
+
+
+class SubmissionClaimed(_SubmissionBase, frozen=True, kw_only=True, tag="claimed"):
+    runner_id: str
+    attempt: int
+    lease_id: str
+
+
+class SubmissionResult(_SubmissionBase, frozen=True, kw_only=True, tag="result"):
+    runner_id: str
+    attempt: int
+    lease_id: str
+    outcome: Outcome
+    result: dict[str, Any] | None = None
+    log_key: str | None = None
+    environment: dict[str, str] = msgspec.field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+class SubmissionAccepted(_SubmissionBase, frozen=True, kw_only=True, tag="accepted"):
+    submitter_id: str
+    runner_id: str
+    attempt: int
+    package_digest: str
+    message: str = ""
+    result: dict[str, Any]
+    result_seq: int
+    environment: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class SubmissionRejected(_SubmissionBase, frozen=True, kw_only=True, tag="rejected"):
+    reason: str
+    code: str = "rejected"
+    result: dict[str, Any] | None = None
+
+
+class SubmissionFailed(_SubmissionBase, frozen=True, kw_only=True, tag="failed"):
+    code: str
+    reason: str
+    attempt: int = 0
+    log_key: str | None = None
+
+
+class SubmissionCancelled(_SubmissionBase, frozen=True, kw_only=True, tag="cancelled"):
+    reason: str = ""
+
+
+class SubmissionCommitted(_SubmissionBase, frozen=True, kw_only=True, tag="committed"):
+    source_commit: str
+    bench_result_commit: str
+    accepted_seq: int
+
+
+class SubmissionDisqualified(_SubmissionBase, frozen=True, kw_only=True, tag="disqualified"):
+    reason: str
+
+
+# --- kernel aggregate -----------------------------------------------------------------------
+
+
+class _KernelBase(_Base, frozen=True, kw_only=True):
+    kernel_id: str
+
+    aggregate: ClassVar[str] = "kernel"
+
+    @property
+    def kernel(self) -> KernelId:
+        return KernelId.parse(self.kernel_id)
+
+
+class KernelImported(_KernelBase, frozen=True, kw_only=True, tag="imported"):
+    package_digest: str
+    submitter_id: str
+    message: str = ""
+    bench_result: dict[str, Any] | None = None
+
+
+class KernelClaimed(_KernelBase, frozen=True, kw_only=True, tag="kernel_claimed"):
+    holder: str
+    lease_id: str
+    expires_at: datetime
+
+
+class KernelReleased(_KernelBase, frozen=True, kw_only=True, tag="kernel_released"):
+    holder: str
+    lease_id: str
+
+
+# --- runner aggregate -----------------------------------------------------------------------
+
+
+class _RunnerBase(_Base, frozen=True, kw_only=True):
+    runner_id: str
+    arches: list[str]
+
+    aggregate: ClassVar[str] = "runner"
+
+
+class RunnerRegistered(_RunnerBase, frozen=True, kw_only=True, tag="registered"):
+    device: str = ""
+    backend: str = ""
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class RunnerDeregistered(_RunnerBase, frozen=True, kw_only=True, tag="deregistered"):
+    reason: str = ""
+
+
+# --- live (KZ_LIVE) -------------------------------------------------------------------------
+
+
+class TaskHeartbeat(_SubmissionBase, frozen=True, kw_only=True, tag="task_heartbeat"):
+    runner_id: str
+    attempt: int
+    lease_id: str
+    phase: str = ""
+
+    aggregate: ClassVar[str] = "task"
+
+
+class RunnerHeartbeat(_RunnerBase, frozen=True, kw_only=True, tag="runner_heartbeat"):
+    device: str = ""
+    busy_with: str | None = None
+
+
+class UnknownEvent(msgspec.Struct, frozen=True):
+    """An event whose type this build does not know: kept whole, surfaced to the caller."""
+
+    type: str
+    raw: bytes
+
+
+SubmissionEvent = (
+    SubmissionSubmitted
+    | SubmissionClaimed
+    | SubmissionResult
+    | SubmissionAccepted
+    | SubmissionRejected
+    | SubmissionFailed
+    | SubmissionCancelled
+    | SubmissionCommitted
+    | SubmissionDisqualified
+)
+KernelEvent = KernelImported | KernelClaimed | KernelReleased
+RunnerEvent = RunnerRegistered | RunnerDeregistered
+LiveEvent = TaskHeartbeat | RunnerHeartbeat
+Event = SubmissionEvent | KernelEvent | RunnerEvent | LiveEvent
+
+_EVENT_CLASSES: tuple[type[_Base], ...] = (
+    SubmissionSubmitted,
+    SubmissionClaimed,
+    SubmissionResult,
+    SubmissionAccepted,
+    SubmissionRejected,
+    SubmissionFailed,
+    SubmissionCancelled,
+    SubmissionCommitted,
+    SubmissionDisqualified,
+    KernelImported,
+    KernelClaimed,
+    KernelReleased,
+    RunnerRegistered,
+    RunnerDeregistered,
+    TaskHeartbeat,
+    RunnerHeartbeat,
+)
+ALL_EVENT_TYPES: tuple[str, ...] = tuple(str(c.__struct_config__.tag) for c in _EVENT_CLASSES)
+LIVE_EVENT_TYPES = ("task_heartbeat", "runner_heartbeat")
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(Event)
+
+
+class _TypeOnly(msgspec.Struct):
+    type: str = ""
+
+
+_TYPE_DECODER = msgspec.json.Decoder(_TypeOnly)
+
+
+def encode_event(event: Event) -> bytes:
+    return _ENCODER.encode(event)
+
+
+def decode_event(data: bytes) -> Event | UnknownEvent:
+    """Decode one stored event; an unknown type comes back as `UnknownEvent`."""
+    try:
+        return _DECODER.decode(data)
+    except msgspec.ValidationError as exc:
+        kind = _TYPE_DECODER.decode(data).type
+        if kind in ALL_EVENT_TYPES:
+            raise
+        if not kind:
+            raise UnknownEventType(f"stored event has no type: {data[:200]!r}") from exc
+        return UnknownEvent(type=kind, raw=data)
+
+
+def _subject_type(event: Event) -> str:
+    tag = event.type
+    return tag.removeprefix("kernel_")
+
+
+def subject_of(event: Event) -> str:
+    """The subject an event is stored under."""
+    if isinstance(event, TaskHeartbeat):
+        return live_subject("task", event.kernel.arch, event.submission_id)
+    if isinstance(event, RunnerHeartbeat):
+        return live_subject("runner", event.arches[0] if event.arches else "any", event.runner_id)
+    if isinstance(event, _SubmissionBase):
+        arch = KernelId.parse(event.kernel_id).arch
+        return event_subject("submission", arch, event.submission_id, _subject_type(event))
+    if isinstance(event, _KernelBase):
+        kid = KernelId.parse(event.kernel_id)
+        return event_subject("kernel", kid.arch, str(kid), _subject_type(event))
+    arch = event.arches[0] if event.arches else "any"
+    return event_subject("runner", arch, event.runner_id, _subject_type(event))

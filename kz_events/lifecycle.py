@@ -1,0 +1,559 @@
+"""The lifecycle rules as pure functions: `decide(state, command)` and `evolve(state, event)`.
+
+A submission goes `queued → running(attempt) → accepted → committed`, or ends `rejected`,
+`failed` or `cancelled`. A kernel's optimisation lease is claimed, renewed, released or expires.
+Nothing here reads a clock, the environment, the network or the disk: time comes from events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+import msgspec
+
+from kz_events.errors import RuleViolation
+from kz_events.events import (
+    Event,
+    EventMeta,
+    KernelClaimed,
+    KernelReleased,
+    SubmissionAccepted,
+    SubmissionCancelled,
+    SubmissionClaimed,
+    SubmissionCommitted,
+    SubmissionDisqualified,
+    SubmissionFailed,
+    SubmissionRejected,
+    SubmissionResult,
+    SubmissionSubmitted,
+    UnknownEvent,
+)
+
+__all__ = [
+    "TERMINAL",
+    "Cancel",
+    "Claim",
+    "ClaimKernel",
+    "Commit",
+    "Disqualify",
+    "Fail",
+    "Judge",
+    "KernelLease",
+    "MetricSpec",
+    "ReleaseKernel",
+    "ReportResult",
+    "Status",
+    "SubmissionState",
+    "Submit",
+    "decide",
+    "decide_lease",
+    "evolve",
+    "evolve_lease",
+    "fold",
+    "fold_lease",
+]
+
+
+class Status(StrEnum):
+    NEW = "new"
+    QUEUED = "queued"
+    RUNNING = "running"
+    ACCEPTED = "accepted"
+    COMMITTED = "committed"
+    REJECTED = "rejected"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL = frozenset({Status.COMMITTED, Status.REJECTED, Status.FAILED, Status.CANCELLED})
+OPEN = frozenset({Status.QUEUED, Status.RUNNING})
+
+# Runner outcomes that are not verdicts end the submission as `failed` with that code.
+FAILURE_OUTCOMES = frozenset({"build_failed", "benchmark_error", "invalid_result", "timed_out"})
+
+
+class SubmissionState(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the rules need to know about one submission, folded from its events."""
+
+    status: Status = Status.NEW
+    submission_id: str = ""
+    kernel_id: str = ""
+    submitter_id: str = ""
+    package_digest: str = ""
+    attempt: int = 0
+    max_attempts: int = 3
+    runner_id: str | None = None
+    lease_id: str | None = None
+    result_seq: int | None = None
+    outcome: str | None = None
+    result: dict[str, Any] | None = None
+    source_commit: str | None = None
+    bench_result_commit: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    disqualified: str | None = None
+    version: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class MetricSpec(msgspec.Struct, frozen=True):
+    """The kernel's declared metric that an accepted result must fit."""
+
+    name: str
+    unit: str
+    better: str
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+class Submit(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    submission_id: str
+    kernel_id: str
+    submitter_id: str
+    package_digest: str
+    package_size: int
+    base_commit: str | None = None
+    message: str = ""
+    idempotency_key: str | None = None
+    new_kernel: bool = False
+    max_attempts: int = 3
+
+
+class Claim(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    runner_id: str
+    lease_id: str
+    attempt: int
+
+
+class ReportResult(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    runner_id: str
+    lease_id: str
+    outcome: str
+    result: dict[str, Any] | None = None
+    log_key: str | None = None
+    environment: dict[str, str] = msgspec.field(default_factory=dict)
+    duration_s: float = 0.0
+
+
+class Judge(msgspec.Struct, frozen=True, kw_only=True):
+    """The referee's command: turn the current result into a verdict."""
+
+    meta: EventMeta
+    result_seq: int
+    result_event: SubmissionResult
+    metric: MetricSpec | None = None
+    message: str = ""
+
+
+class Fail(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    code: str
+    reason: str
+
+
+class Cancel(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    reason: str = ""
+
+
+class Commit(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    source_commit: str
+    bench_result_commit: str
+    accepted_seq: int
+
+
+class Disqualify(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    reason: str
+
+
+Command = Submit | Claim | ReportResult | Judge | Fail | Cancel | Commit | Disqualify
+
+
+def _refuse(code: str, message: str, **details: Any) -> RuleViolation:
+    return RuleViolation(message, code=code, details=details)
+
+
+def _ids(state: SubmissionState, meta: EventMeta) -> dict[str, Any]:
+    return {
+        "event_id": meta.event_id,
+        "occurred_at": meta.occurred_at,
+        "actor": meta.actor,
+        "submission_id": state.submission_id,
+        "kernel_id": state.kernel_id,
+    }
+
+
+# --- decide ---------------------------------------------------------------------------------
+
+
+def decide(state: SubmissionState, command: Command) -> list[Event]:
+    """The events `command` causes in `state`, or `RuleViolation` when the rules refuse it."""
+    if isinstance(command, Submit):
+        return _decide_submit(state, command)
+    if state.status is Status.NEW:
+        raise _refuse("unknown_submission", "no such submission")
+    handlers = {
+        Claim: _decide_claim,
+        ReportResult: _decide_result,
+        Judge: _decide_judge,
+        Fail: _decide_fail,
+        Cancel: _decide_cancel,
+        Commit: _decide_commit,
+        Disqualify: _decide_disqualify,
+    }
+    events: list[Event] = handlers[type(command)](state, command)  # type: ignore[operator]
+    return events
+
+
+def _decide_submit(state: SubmissionState, cmd: Submit) -> list[Event]:
+    if state.status is not Status.NEW:
+        raise _refuse("duplicate_submission", f"submission {cmd.submission_id} exists already")
+    body = msgspec.structs.asdict(cmd)
+    meta = body.pop("meta")
+    return [SubmissionSubmitted(**msgspec.structs.asdict(meta), **body)]
+
+
+def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
+    if state.status not in OPEN:
+        raise _refuse("not_claimable", f"submission is {state.status}, not queued or running")
+    if cmd.attempt <= state.attempt:
+        raise _refuse(
+            "stale_lease",
+            f"attempt {cmd.attempt} is not newer than the current attempt {state.attempt}",
+        )
+    if cmd.attempt > state.max_attempts:
+        raise _refuse("attempts_exhausted", f"attempt {cmd.attempt} > {state.max_attempts}")
+    return [
+        SubmissionClaimed(
+            **_ids(state, cmd.meta),
+            runner_id=cmd.runner_id,
+            attempt=cmd.attempt,
+            lease_id=cmd.lease_id,
+        )
+    ]
+
+
+def _check_lease(state: SubmissionState, runner_id: str, lease_id: str) -> None:
+    if state.status is not Status.RUNNING or state.lease_id != lease_id:
+        raise _refuse("stale_lease", "this lease is not the submission's current claim")
+    if state.runner_id != runner_id:
+        raise _refuse("stale_lease", f"the current claim belongs to runner {state.runner_id}")
+
+
+def _decide_result(state: SubmissionState, cmd: ReportResult) -> list[Event]:
+    _check_lease(state, cmd.runner_id, cmd.lease_id)
+    if state.result_seq is not None:
+        raise _refuse("duplicate_result", "a result was already reported for this lease")
+    return [
+        SubmissionResult(
+            **_ids(state, cmd.meta),
+            runner_id=cmd.runner_id,
+            attempt=state.attempt,
+            lease_id=cmd.lease_id,
+            outcome=cmd.outcome,  # type: ignore[arg-type]
+            result=cmd.result,
+            log_key=cmd.log_key,
+            environment=cmd.environment,
+            duration_s=cmd.duration_s,
+        )
+    ]
+
+
+def _metric_problem(result: dict[str, Any] | None, spec: MetricSpec | None) -> str | None:
+    """Why `result` does not fit the kernel's metric, or None when it does."""
+    if not isinstance(result, dict):
+        return "the result document is missing"
+    metric = result.get("metric")
+    if not isinstance(metric, dict):
+        return "the result document has no metric"
+    value = metric.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return f"metric.value must be a finite number, got {value!r}"
+    if spec is not None:
+        for field in ("name", "unit", "better"):
+            if metric.get(field) != getattr(spec, field):
+                return (
+                    f"metric.{field} must be {getattr(spec, field)!r} as the kernel declares, "
+                    f"got {metric.get(field)!r}"
+                )
+    return None
+
+
+def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
+    res = cmd.result_event
+    if state.status is not Status.RUNNING or state.result_seq != cmd.result_seq:
+        raise _refuse("stale_result", "the result is not the current claim's result")
+    ids = _ids(state, cmd.meta)
+    if res.outcome in FAILURE_OUTCOMES:
+        return [
+            SubmissionFailed(
+                **ids,
+                code=res.outcome,
+                reason=_failure_reason(res),
+                attempt=res.attempt,
+                log_key=res.log_key,
+            )
+        ]
+    if res.outcome == "cancelled":
+        return [SubmissionCancelled(**ids, reason="stopped by the runner on cancellation")]
+    problem = _metric_problem(res.result, cmd.metric)
+    if problem is not None:
+        return [
+            SubmissionFailed(
+                **ids,
+                code="invalid_result",
+                reason=problem,
+                attempt=res.attempt,
+                log_key=res.log_key,
+            )
+        ]
+    assert res.result is not None
+    reason = str(res.result.get("reason", ""))
+    if res.outcome == "rejected" or not res.result.get("accepted"):
+        return [
+            SubmissionRejected(
+                **ids, reason=reason or "the benchmark rejected it", result=res.result
+            )
+        ]
+    return [
+        SubmissionAccepted(
+            **ids,
+            submitter_id=state.submitter_id,
+            runner_id=res.runner_id,
+            attempt=res.attempt,
+            package_digest=state.package_digest,
+            message=cmd.message,
+            result=res.result,
+            result_seq=cmd.result_seq,
+            environment=res.environment,
+        )
+    ]
+
+
+def _failure_reason(res: SubmissionResult) -> str:
+    return {
+        "build_failed": "build_test_env.py exited non-zero",
+        "benchmark_error": "benchmark.py failed or wrote no valid result",
+        "invalid_result": "the result document does not match the schema",
+        "timed_out": "the task ran past its time limit",
+    }.get(res.outcome, res.outcome)
+
+
+def _decide_fail(state: SubmissionState, cmd: Fail) -> list[Event]:
+    if state.status not in OPEN:
+        raise _refuse("not_open", f"submission is {state.status}; only open ones can fail")
+    return [
+        SubmissionFailed(
+            **_ids(state, cmd.meta), code=cmd.code, reason=cmd.reason, attempt=state.attempt
+        )
+    ]
+
+
+def _decide_cancel(state: SubmissionState, cmd: Cancel) -> list[Event]:
+    if state.status not in OPEN:
+        raise _refuse(
+            "not_open",
+            f"submission is {state.status}; only queued or running ones can be cancelled",
+        )
+    return [SubmissionCancelled(**_ids(state, cmd.meta), reason=cmd.reason)]
+
+
+def _decide_commit(state: SubmissionState, cmd: Commit) -> list[Event]:
+    if state.status is Status.COMMITTED and state.source_commit == cmd.source_commit:
+        return []  # already announced: idempotent
+    if state.status is not Status.ACCEPTED:
+        raise _refuse(
+            "not_accepted", f"submission is {state.status}; only accepted ones are committed"
+        )
+    return [
+        SubmissionCommitted(
+            **_ids(state, cmd.meta),
+            source_commit=cmd.source_commit,
+            bench_result_commit=cmd.bench_result_commit,
+            accepted_seq=cmd.accepted_seq,
+        )
+    ]
+
+
+def _decide_disqualify(state: SubmissionState, cmd: Disqualify) -> list[Event]:
+    if state.status not in (Status.ACCEPTED, Status.COMMITTED):
+        raise _refuse(
+            "not_accepted", f"submission is {state.status}; only accepted ones can be disqualified"
+        )
+    if state.disqualified is not None:
+        raise _refuse("already_disqualified", "submission is disqualified already")
+    return [SubmissionDisqualified(**_ids(state, cmd.meta), reason=cmd.reason)]
+
+
+# --- evolve ---------------------------------------------------------------------------------
+
+
+def evolve(state: SubmissionState, event: Event | UnknownEvent, seq: int = 0) -> SubmissionState:
+    """The state after `event` (stored at `seq`); events of other aggregates change nothing."""
+    change = _changes(state, event, seq)
+    if change is None:
+        return state
+    stamp: dict[str, Any] = {"version": seq or state.version}
+    occurred = getattr(event, "occurred_at", None)
+    if occurred is not None:
+        stamp["updated_at"] = occurred
+    return msgspec.structs.replace(state, **change, **stamp)
+
+
+def _changes(
+    state: SubmissionState, event: Event | UnknownEvent, seq: int
+) -> dict[str, Any] | None:
+    match event:
+        case SubmissionSubmitted():
+            return {
+                "status": Status.QUEUED,
+                "submission_id": event.submission_id,
+                "kernel_id": event.kernel_id,
+                "submitter_id": event.submitter_id,
+                "package_digest": event.package_digest,
+                "max_attempts": event.max_attempts,
+                "created_at": event.occurred_at,
+            }
+        case SubmissionClaimed():
+            return {
+                "status": Status.RUNNING,
+                "attempt": event.attempt,
+                "runner_id": event.runner_id,
+                "lease_id": event.lease_id,
+                "result_seq": None,
+                "outcome": None,
+                "result": None,
+            }
+        case SubmissionResult():
+            return {"result_seq": seq, "outcome": event.outcome, "result": event.result}
+        case SubmissionAccepted():
+            return {"status": Status.ACCEPTED, "result": event.result}
+        case SubmissionRejected():
+            return {
+                "status": Status.REJECTED,
+                "error_code": event.code,
+                "error_message": event.reason,
+            }
+        case SubmissionFailed():
+            return {
+                "status": Status.FAILED,
+                "error_code": event.code,
+                "error_message": event.reason,
+            }
+        case SubmissionCancelled():
+            return {
+                "status": Status.CANCELLED,
+                "error_code": "cancelled",
+                "error_message": event.reason,
+            }
+        case SubmissionCommitted():
+            return {
+                "status": Status.COMMITTED,
+                "source_commit": event.source_commit,
+                "bench_result_commit": event.bench_result_commit,
+            }
+        case SubmissionDisqualified():
+            return {"disqualified": event.reason}
+    return None
+
+
+def fold(events: Iterable[tuple[int, Event | UnknownEvent]]) -> SubmissionState:
+    state = SubmissionState()
+    for seq, event in events:
+        state = evolve(state, event, seq)
+    return state
+
+
+# --- the kernel's optimisation lease --------------------------------------------------------
+
+
+class KernelLease(msgspec.Struct, frozen=True, kw_only=True):
+    kernel_id: str = ""
+    holder: str | None = None
+    lease_id: str | None = None
+    expires_at: datetime | None = None
+    version: int = 0
+
+    def held_at(self, now: datetime) -> bool:
+        return self.holder is not None and self.expires_at is not None and now < self.expires_at
+
+
+class ClaimKernel(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    kernel_id: str
+    holder: str
+    lease_id: str
+    ttl_s: float
+
+
+class ReleaseKernel(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    kernel_id: str
+    holder: str
+
+
+def decide_lease(lease: KernelLease, command: ClaimKernel | ReleaseKernel) -> list[Event]:
+    now = command.meta.occurred_at
+    meta = msgspec.structs.asdict(command.meta)
+    if isinstance(command, ClaimKernel):
+        if not 1 <= command.ttl_s <= 7 * 24 * 3600:
+            raise _refuse("invalid_ttl", f"ttl must be 1 s to 7 days, got {command.ttl_s}")
+        if lease.held_at(now) and lease.holder != command.holder:
+            until = lease.expires_at.isoformat() if lease.expires_at else None
+            raise _refuse(
+                "claim_held",
+                f"{lease.holder} holds this kernel until {until}",
+                holder=lease.holder,
+                expires_at=until,
+            )
+        renew = lease.held_at(now) and lease.holder == command.holder
+        return [
+            KernelClaimed(
+                **meta,
+                kernel_id=command.kernel_id,
+                holder=command.holder,
+                lease_id=lease.lease_id if renew and lease.lease_id else command.lease_id,
+                expires_at=now + timedelta(seconds=command.ttl_s),
+            )
+        ]
+    if not lease.held_at(now) or lease.holder != command.holder:
+        raise _refuse("not_held", f"{command.holder} holds no lease on this kernel")
+    assert lease.lease_id is not None
+    return [
+        KernelReleased(
+            **meta, kernel_id=command.kernel_id, holder=command.holder, lease_id=lease.lease_id
+        )
+    ]
+
+
+def evolve_lease(lease: KernelLease, event: Event | UnknownEvent, seq: int = 0) -> KernelLease:
+    match event:
+        case KernelClaimed():
+            return KernelLease(
+                kernel_id=event.kernel_id,
+                holder=event.holder,
+                lease_id=event.lease_id,
+                expires_at=event.expires_at,
+                version=seq or lease.version,
+            )
+        case KernelReleased():
+            return KernelLease(kernel_id=event.kernel_id, version=seq or lease.version)
+    return lease
+
+
+def fold_lease(events: Iterable[tuple[int, Event | UnknownEvent]]) -> KernelLease:
+    lease = KernelLease()
+    for seq, event in events:
+        lease = evolve_lease(lease, event, seq)
+    return lease

@@ -1,0 +1,35 @@
+"""The trusted timing and comparison harness that every benchmark imports as `kz_harness`.
+
+It depends on the standard library only; numpy speeds up comparisons and torch enables
+`bench_gpu`, neither is required to import it.
+"""
+
+from __future__ import annotations
+
+from kz_harness.compare import TOLERANCES, Check, compare, tolerance_for
+from kz_harness.errors import HarnessError, HarnessUnavailable
+from kz_harness.gpu import bench_gpu
+from kz_harness.result import RESULT_PATH_ENV, build_result, write_result
+from kz_harness.stats import Stats, below_physical_floor, percentile, physical_floor, tie
+from kz_harness.timing import CacheFlusher, bench_cpu, sample_adaptively
+
+__all__ = [
+    "RESULT_PATH_ENV",
+    "TOLERANCES",
+    "CacheFlusher",
+    "Check",
+    "HarnessError",
+    "HarnessUnavailable",
+    "Stats",
+    "below_physical_floor",
+    "bench_cpu",
+    "bench_gpu",
+    "build_result",
+    "compare",
+    "percentile",
+    "physical_floor",
+    "sample_adaptively",
+    "tie",
+    "tolerance_for",
+    "write_result",
+]

@@ -1,0 +1,294 @@
+"""Safe, streaming unpacking of submission tarballs, and canonical packing of a directory.
+
+Unpacking reads the gzip stream once, checks every entry before writing it into a private
+temporary directory next to `dest`, and renames that directory into place only when the whole
+archive passed; on any refusal the temporary directory is removed and `dest` never appears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+from kz_package.errors import INVALID_PACKAGE, PACKAGE_TOO_LARGE, UNSAFE_ARCHIVE, PackageError
+from kz_package.limits import Limits
+
+__all__ = ["ARCHIVE", "PACKAGE_DIR", "pack_directory", "unpack_tarball"]
+
+ARCHIVE = "(archive)"
+PACKAGE_DIR = ".kernel_package"
+_GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 1024 * 1024
+_SKIPPED_DIRS = frozenset({"__pycache__", ".git"})
+_SKIPPED_SUFFIXES = (".pyc",)
+
+
+class _CountingReader:
+    """A forward-only reader over the source that refuses to read past the compressed limit."""
+
+    def __init__(self, raw: BinaryIO, limit: int, head: bytes) -> None:
+        self._raw = raw
+        self._limit = limit
+        self._head = head
+        self.count = len(head)
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            data, self._head = self._head, b""
+            return data
+        data = self._raw.read(size if size >= 0 else _CHUNK)
+        self.count += len(data)
+        if self.count > self._limit:
+            raise PackageError.one(
+                PACKAGE_TOO_LARGE, ARCHIVE, "size",
+                f"compressed package must be at most {self._limit} bytes, got more",
+            )
+        return data
+
+
+class _Budget:
+    """Running totals checked against the limits while the archive streams."""
+
+    def __init__(self, limits: Limits, reader: _CountingReader) -> None:
+        self.limits = limits
+        self.reader = reader
+        self.entries = 0
+        self.unpacked = 0
+
+    def add_entry(self, name: str) -> None:
+        self.entries += 1
+        if self.entries > self.limits.max_entries:
+            raise PackageError.one(
+                PACKAGE_TOO_LARGE, name, "entries",
+                f"package must hold at most {self.limits.max_entries} entries, got more",
+            )
+
+    def add_file(self, name: str, size: int) -> None:
+        if size > self.limits.max_file_bytes:
+            raise PackageError.one(
+                PACKAGE_TOO_LARGE, name, "size",
+                f"each file must be at most {self.limits.max_file_bytes} bytes, got {size}",
+            )
+        if self.unpacked + size > self.limits.max_unpacked_bytes:
+            raise PackageError.one(
+                PACKAGE_TOO_LARGE, name, "size",
+                f"unpacked package must be at most {self.limits.max_unpacked_bytes} bytes, "
+                f"got more than {self.unpacked + size - 1}",
+            )
+
+    def add_bytes(self, name: str, count: int) -> None:
+        self.unpacked += count
+        if self.unpacked <= self.limits.ratio_floor_bytes:
+            return
+        ratio = self.unpacked / max(self.reader.count, 1)
+        if ratio > self.limits.max_ratio:
+            raise PackageError.one(
+                UNSAFE_ARCHIVE, name, "ratio",
+                f"compression ratio must be at most {self.limits.max_ratio}, got {ratio:.0f}",
+            )
+
+
+def _member_parts(member: tarfile.TarInfo) -> tuple[str, ...]:
+    """The entry's path as safe relative parts; refuse absolute paths and `..`."""
+    name = member.name
+    if name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":"):
+        raise PackageError.one(
+            UNSAFE_ARCHIVE, name, "name", "entry paths must be relative, got an absolute path"
+        )
+    parts = tuple(p for p in PurePosixPath(name).parts if p != ".")
+    if ".." in parts:
+        raise PackageError.one(UNSAFE_ARCHIVE, name, "name", "entry paths must not contain '..'")
+    return parts
+
+
+def _check_type(member: tarfile.TarInfo) -> None:
+    if member.isreg() or member.isdir():
+        return
+    if member.issym() or member.islnk():
+        kind = "a symbolic link" if member.issym() else "a hard link"
+        message = f"links of any kind are not allowed, got {kind} to {member.linkname!r}"
+    elif member.isdev():
+        kind = "a FIFO" if member.isfifo() else "a device"
+        message = f"devices and FIFOs are not allowed, got {kind}"
+    else:
+        message = f"only regular files and directories are allowed, got type {member.type!r}"
+    raise PackageError.one(UNSAFE_ARCHIVE, member.name, "type", message)
+
+
+def _write_file(
+    stream: tarfile.TarFile, member: tarfile.TarInfo, target: Path, budget: _Budget
+) -> None:
+    source = stream.extractfile(member)
+    if source is None:  # pragma: no cover - regular members always have data
+        raise PackageError.one(INVALID_PACKAGE, member.name, "", "entry has no data")
+    mode = 0o755 if member.mode & 0o111 else 0o644
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with source, os.fdopen(os.open(target, flags, mode), "wb") as out:
+        while chunk := source.read(_CHUNK):
+            budget.add_bytes(member.name, len(chunk))
+            out.write(chunk)
+
+
+def _extract_member(
+    stream: tarfile.TarFile, member: tarfile.TarInfo, into: Path, budget: _Budget, seen: set[str]
+) -> None:
+    budget.add_entry(member.name)
+    _check_type(member)
+    parts = _member_parts(member)
+    if not parts:
+        return
+    key = "/".join(parts)
+    if key in seen:
+        raise PackageError.one(UNSAFE_ARCHIVE, member.name, "name", "duplicate entry in archive")
+    seen.add(key)
+    target = into.joinpath(*parts)
+    try:
+        if member.isdir():
+            target.mkdir(mode=0o755, parents=True, exist_ok=True)
+            return
+        budget.add_file(member.name, member.size)
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        _write_file(stream, member, target, budget)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise PackageError.one(
+            UNSAFE_ARCHIVE, member.name, "name", "entry collides with another entry's path"
+        ) from exc
+
+
+def _open_source(source: Path | BinaryIO) -> contextlib.AbstractContextManager[BinaryIO]:
+    if isinstance(source, Path):
+        return source.open("rb")
+    return contextlib.nullcontext(source)
+
+
+def _stream_members(reader: _CountingReader) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
+    try:
+        with tarfile.open(fileobj=reader, mode="r|gz") as stream:  # type: ignore[call-overload]
+            for member in stream:
+                yield stream, member
+    except (tarfile.TarError, zlib.error, EOFError, OSError) as exc:
+        raise PackageError.one(
+            INVALID_PACKAGE, ARCHIVE, "format",
+            f"package must be a valid gzip tarball, got a corrupt or truncated one ({exc})",
+        ) from None
+
+
+def _package_root(tmp: Path) -> Path:
+    """The package root: the archive root, or its one top-level folder holding the package."""
+    if (tmp / PACKAGE_DIR).exists():
+        return tmp
+    children = list(tmp.iterdir())
+    if len(children) == 1 and children[0].is_dir() and (children[0] / PACKAGE_DIR).is_dir():
+        return children[0]
+    return tmp
+
+
+def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
+    head = source.read(2)
+    if head != _GZIP_MAGIC:
+        raise PackageError.one(
+            INVALID_PACKAGE, ARCHIVE, "format",
+            f"package must be a gzip tarball (.tar.gz), got data starting with {head!r}",
+        )
+    reader = _CountingReader(source, limits.max_compressed_bytes, head)
+    budget = _Budget(limits, reader)
+    seen: set[str] = set()
+    for stream, member in _stream_members(reader):
+        _extract_member(stream, member, tmp, budget, seen)
+    if not seen:
+        raise PackageError.one(INVALID_PACKAGE, ARCHIVE, "", "package archive is empty")
+
+
+def unpack_tarball(source: Path | BinaryIO, dest: Path, limits: Limits = Limits()) -> None:  # noqa: B008
+    """Unpack a submission tarball into `dest` (which must not exist) or raise PackageError."""
+    if dest.exists() or dest.is_symlink():
+        raise FileExistsError(f"unpack destination must not exist, got existing {dest}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".kz-unpack-", dir=dest.parent))
+    try:
+        with _open_source(source) as raw:
+            _unpack_into(raw, tmp, limits)
+        _package_root(tmp).rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- packing
+
+
+class _HashingWriter:
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self.sha256 = hashlib.sha256()
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        return self._out.write(data)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def _canonical_entries(src: Path) -> list[tuple[str, Path]]:
+    """Every directory and file under `src`, as sorted (archive name, path) pairs."""
+    entries: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
+        here = Path(dirpath)
+        for name in dirnames:
+            entries.append(((here / name).relative_to(src).as_posix(), here / name))
+        for name in filenames:
+            if not name.endswith(_SKIPPED_SUFFIXES):
+                entries.append(((here / name).relative_to(src).as_posix(), here / name))
+    return sorted(entries)
+
+
+def _tarinfo(name: str, path: Path) -> tarfile.TarInfo:
+    stat = path.lstat()
+    info = tarfile.TarInfo(name)
+    if path.is_symlink() or not (path.is_file() or path.is_dir()):
+        raise PackageError.one(
+            UNSAFE_ARCHIVE, name, "type", "only regular files and directories can be packed"
+        )
+    info.type = tarfile.DIRTYPE if path.is_dir() else tarfile.REGTYPE
+    info.size = 0 if path.is_dir() else stat.st_size
+    info.mode = 0o755 if path.is_dir() or stat.st_mode & 0o111 else 0o644
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def pack_directory(src: Path, out: Path | BinaryIO) -> str:
+    """Pack `src` into a canonical gzip tarball (same tree, same bytes); return its sha256 hex."""
+    if not src.is_dir():
+        raise PackageError.one(INVALID_PACKAGE, str(src), "", "package must be a directory")
+    entries = _canonical_entries(src)
+    with contextlib.ExitStack() as stack:
+        raw: BinaryIO = stack.enter_context(out.open("wb")) if isinstance(out, Path) else out
+        hashing = _HashingWriter(raw)
+        # An empty file name and mtime 0 keep the gzip header identical everywhere.
+        gz = stack.enter_context(
+            gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=9)
+        )
+        tar = stack.enter_context(tarfile.open(fileobj=gz, mode="w|", format=tarfile.PAX_FORMAT))
+        for name, path in entries:
+            info = _tarinfo(name, path)
+            if info.isdir():
+                tar.addfile(info)
+            else:
+                with path.open("rb") as fh:
+                    tar.addfile(info, fh)
+        tar.close()
+        gz.close()
+        raw.flush()
+    return hashing.sha256.hexdigest()

@@ -1,0 +1,46 @@
+"""The judge stays fixed: which judge parts a submitted package changes against main's current one.
+
+The judge is `benchmark.py`, `build_test_env.py` and the metric in `desc.yaml`; a submission that
+changes any of them is refused unless its submitter is a maintainer (the API decides that).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kz_package.archive import PACKAGE_DIR
+from kz_package.limits import Limits
+from kz_package.yaml_safe import load_yaml
+
+__all__ = ["JUDGE_PARTS", "judge_changes"]
+
+JUDGE_PARTS = ("benchmark.py", "build_test_env.py", "desc.yaml:metric")
+
+
+def _file_bytes(root: Path, name: str) -> bytes | None:
+    path = root / PACKAGE_DIR / name
+    return path.read_bytes() if path.is_file() else None
+
+
+def _metric(root: Path) -> Any:
+    data = _file_bytes(root, "desc.yaml")
+    if data is None:
+        return None
+    desc = load_yaml(data, path=f"{PACKAGE_DIR}/desc.yaml", limits=Limits())
+    return desc.get("metric") if isinstance(desc, dict) else None
+
+
+def judge_changes(current: Path, submitted: Path) -> list[str]:
+    """Names from JUDGE_PARTS that differ between two package roots (empty: judge unchanged).
+
+    Scripts compare byte for byte; the metric compares as data, so reformatting desc.yaml or
+    editing its other fields is not a change. A missing file differs from a present one.
+    """
+    changed = [
+        name for name in JUDGE_PARTS[:2]
+        if _file_bytes(current, name) != _file_bytes(submitted, name)
+    ]
+    if _metric(current) != _metric(submitted):
+        changed.append("desc.yaml:metric")
+    return changed

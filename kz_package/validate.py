@@ -1,0 +1,241 @@
+"""Validation of a whole package (directory or tarball) and of a result document.
+
+Every check runs and every problem is reported at once, so an author fixes a package in one
+round. The error code is the most serious kind found: `unsafe_archive`, then
+`package_too_large`, then `invalid_package`; `invalid_kernel_id` when the kernel id is the only
+thing wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+
+from kz_events.errors import InvalidKernelId
+from kz_events.ids import KernelId
+from kz_package import schemas
+from kz_package.archive import PACKAGE_DIR, unpack_tarball
+from kz_package.errors import (
+    INVALID_KERNEL_ID,
+    INVALID_PACKAGE,
+    INVALID_RESULT,
+    PACKAGE_TOO_LARGE,
+    UNSAFE_ARCHIVE,
+    PackageError,
+    Problem,
+)
+from kz_package.limits import Limits
+from kz_package.model import PACKAGE_FILES, Desc, Package
+from kz_package.yaml_safe import load_yaml
+
+__all__ = ["validate_package_dir", "validate_result_document", "validate_tarball"]
+
+_CODE_ORDER = (UNSAFE_ARCHIVE, PACKAGE_TOO_LARGE, INVALID_PACKAGE, INVALID_KERNEL_ID)
+_DESC = f"{PACKAGE_DIR}/desc.yaml"
+_BENCH = f"{PACKAGE_DIR}/bench_result.yaml"
+_SCRIPTS = (f"{PACKAGE_DIR}/build_test_env.py", f"{PACKAGE_DIR}/benchmark.py")
+_RESULT = "result"
+
+Found = list[tuple[str, Problem]]
+
+
+def _raise_if_any(found: Found) -> None:
+    if not found:
+        return
+    codes = {code for code, _ in found}
+    code = next(c for c in _CODE_ORDER if c in codes) if codes <= set(_CODE_ORDER) else (
+        INVALID_PACKAGE
+    )
+    raise PackageError(code, sorted({p for _, p in found}))
+
+
+def _tree_problems(root: Path) -> Found:
+    """Links, devices and FIFOs anywhere in the tree (a directory may hold what a tar cannot)."""
+    found: Found = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            mode = path.lstat().st_mode
+            rel = path.relative_to(root).as_posix()
+            if stat.S_ISLNK(mode):
+                msg = "links of any kind are not allowed, got a symbolic link"
+                found.append((UNSAFE_ARCHIVE, Problem(rel, "type", msg)))
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                msg = "only regular files and directories are allowed, got a special file"
+                found.append((UNSAFE_ARCHIVE, Problem(rel, "type", msg)))
+    return found
+
+
+def _layout_problems(root: Path) -> Found:
+    meta = root / PACKAGE_DIR
+    if not meta.is_dir() or meta.is_symlink():
+        wanted = ", ".join(PACKAGE_FILES)
+        msg = f"is required: a directory holding {wanted}"
+        return [(INVALID_PACKAGE, Problem(PACKAGE_DIR, "", msg))]
+    found: Found = []
+    for name in PACKAGE_FILES:
+        path = meta / name
+        if not path.exists() and not path.is_symlink():
+            found.append((INVALID_PACKAGE, Problem(f"{PACKAGE_DIR}/{name}", "", "is required")))
+        elif not path.is_file():
+            msg = "must be a regular file"
+            found.append((INVALID_PACKAGE, Problem(f"{PACKAGE_DIR}/{name}", "", msg)))
+    for extra in sorted({p.name for p in meta.iterdir()} - set(PACKAGE_FILES)):
+        msg = f"unexpected entry; {PACKAGE_DIR}/ holds only {', '.join(PACKAGE_FILES)}"
+        found.append((INVALID_PACKAGE, Problem(f"{PACKAGE_DIR}/{extra}", "", msg)))
+    return found
+
+
+def _read(root: Path, rel: str, limit: int) -> tuple[bytes | None, Found]:
+    path = root / rel
+    if not path.is_file() or path.is_symlink():
+        return None, []
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        msg = f"must be at most {limit} bytes, got more"
+        return None, [(PACKAGE_TOO_LARGE, Problem(rel, "", msg))]
+    return data, []
+
+
+def _load_mapping(root: Path, rel: str, schema: str, limits: Limits) -> tuple[Any, Found]:
+    data, found = _read(root, rel, limits.max_yaml_bytes)
+    if data is None:
+        return None, found
+    try:
+        value = load_yaml(data, path=rel, limits=limits)
+    except PackageError as exc:
+        return None, [(exc.code, p) for p in exc.problems]
+    if not isinstance(value, dict):
+        kind = "empty" if value is None else type(value).__name__
+        return None, [(INVALID_PACKAGE, Problem(rel, "", f"must be a YAML mapping, got {kind}"))]
+    problems = schemas.validate(schema, value, path=rel)
+    if problems:
+        return None, [(_schema_code(p), p) for p in problems]
+    return value, []
+
+
+def _schema_code(problem: Problem) -> str:
+    return INVALID_KERNEL_ID if problem.field == "kernel_id" else INVALID_PACKAGE
+
+
+def _desc_checks(desc: Desc, expected: KernelId | None) -> tuple[KernelId | None, Found]:
+    found: Found = []
+    try:
+        kernel_id = KernelId.parse(desc.kernel_id)
+    except InvalidKernelId as exc:
+        return None, [(INVALID_KERNEL_ID, Problem(_DESC, "kernel_id", exc.message))]
+    if expected is not None and kernel_id != expected:
+        msg = f"must equal the submission's kernel id {expected}, got {kernel_id}"
+        found.append((INVALID_KERNEL_ID, Problem(_DESC, "kernel_id", msg)))
+    names = [w.name for w in desc.workloads]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            msg = f"workload names must be unique, {name!r} repeats"
+            found.append((INVALID_PACKAGE, Problem(_DESC, f"workloads[{index}].name", msg)))
+    return kernel_id, found
+
+
+def _bench_checks(bench: dict[str, Any], desc: Desc) -> Found:
+    found: Found = []
+    if bench["kernel_id"] != desc.kernel_id:
+        msg = f"must equal desc.yaml's kernel_id {desc.kernel_id}, got {bench['kernel_id']}"
+        found.append((INVALID_KERNEL_ID, Problem(_BENCH, "kernel_id", msg)))
+    metric = bench.get("metric")
+    if metric is not None and metric != msgspec.to_builtins(desc.metric):
+        msg = f"must equal desc.yaml's metric {msgspec.to_builtins(desc.metric)}, got {metric}"
+        found.append((INVALID_PACKAGE, Problem(_BENCH, "metric", msg)))
+    return found
+
+
+def _script_problems(root: Path, limits: Limits) -> Found:
+    found: Found = []
+    for rel in _SCRIPTS:
+        data, read_found = _read(root, rel, limits.max_file_bytes)
+        found += read_found
+        if data is None:
+            continue
+        try:
+            ast.parse(data.decode("utf-8"), filename=rel)
+        except UnicodeDecodeError as exc:
+            msg = f"must be UTF-8 text, got a bad byte at offset {exc.start}"
+            found.append((INVALID_PACKAGE, Problem(rel, "", msg)))
+        except (SyntaxError, ValueError) as exc:
+            line = getattr(exc, "lineno", None) or 0
+            reason = getattr(exc, "msg", str(exc))
+            msg = f"line {line}: not valid Python: {reason}"
+            found.append((INVALID_PACKAGE, Problem(rel, "", msg)))
+    return found
+
+
+def validate_package_dir(
+    root: Path, *, expected_kernel_id: KernelId | None = None, limits: Limits = Limits()  # noqa: B008
+) -> Package:
+    """Check a package directory completely; return the typed Package or raise PackageError."""
+    if not root.is_dir():
+        raise PackageError.one(INVALID_PACKAGE, str(root), "", "package must be a directory")
+    found = _tree_problems(root) + _layout_problems(root)
+    desc_data, desc_found = _load_mapping(root, _DESC, "desc", limits)
+    bench, bench_found = _load_mapping(root, _BENCH, "bench_result", limits)
+    found += desc_found + bench_found + _script_problems(root, limits)
+    desc = Desc.from_data(desc_data) if desc_data is not None else None
+    kernel_id = None
+    if desc is not None:
+        kernel_id, id_found = _desc_checks(desc, expected_kernel_id)
+        found += id_found
+        if bench is not None:
+            found += _bench_checks(bench, desc)
+    _raise_if_any(found)
+    assert desc is not None and kernel_id is not None  # no problems means both parsed
+    empty = bench is None or set(bench) <= {"schema_version", "kernel_id"}
+    return Package(kernel_id=kernel_id, desc=desc, root=root, bench_result=None if empty else bench)
+
+
+def validate_tarball(
+    path: Path | BinaryIO,
+    *,
+    expected_kernel_id: KernelId | None = None,
+    limits: Limits = Limits(),  # noqa: B008
+) -> Package:
+    """Unpack a submission tarball into a temporary directory, validate it, and clean up."""
+    with tempfile.TemporaryDirectory(prefix="kz-validate-") as tmp:
+        root = Path(tmp) / "package"
+        unpack_tarball(path, root, limits)
+        return validate_package_dir(root, expected_kernel_id=expected_kernel_id, limits=limits)
+
+
+def _result_semantics(doc: Mapping[str, Any]) -> list[Problem]:
+    value = doc["metric"].get("value")
+    if isinstance(value, float) and not math.isfinite(value):
+        return [Problem(_RESULT, "metric.value", f"must be a finite number, got {value}")]
+    return []
+
+
+def validate_result_document(
+    data: bytes | Mapping[str, Any], *, limits: Limits = Limits()  # noqa: B008
+) -> dict[str, Any]:
+    """Check a result document (JSON bytes or a mapping) against its schema; return it as a dict."""
+    if isinstance(data, bytes | bytearray):
+        if len(data) > limits.max_result_bytes:
+            msg = f"must be at most {limits.max_result_bytes} bytes, got {len(data)}"
+            raise PackageError.one(INVALID_RESULT, _RESULT, "", msg)
+        try:
+            data = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
+            raise PackageError.one(INVALID_RESULT, _RESULT, "", f"must be JSON: {exc}") from None
+    if not isinstance(data, Mapping):
+        msg = f"must be a JSON object, got {type(data).__name__}"
+        raise PackageError.one(INVALID_RESULT, _RESULT, "", msg)
+    doc = dict(data)
+    problems = schemas.validate("result", doc, path=_RESULT) or _result_semantics(doc)
+    if problems:
+        raise PackageError(INVALID_RESULT, problems)
+    return doc

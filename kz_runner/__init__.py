@@ -1,0 +1,1 @@
+"""The runner: claims tasks, runs packages in an isolated backend, reports results."""

@@ -1,0 +1,113 @@
+"""A backend that runs nothing and answers deterministically, for tests of the rest.
+
+`src/stub.json` in the work dir may script the outcome: {"verdict": "accept" | "reject" |
+"build_fail" | "error" | "hang" | "invalid", "value": float}. Without it the step accepts
+with a value derived from the hash of the package's files, so the same package always
+gets the same number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from kz_events.errors import InvalidInput
+from kz_runner.backends.base import KILLED_TIMEOUT, Cancelled, StepResult, StepSpec
+
+__all__ = ["VERDICTS", "StubBackend", "package_value"]
+
+VERDICTS = ("accept", "reject", "build_fail", "error", "hang", "invalid")
+_SCRIPT = Path("src") / "stub.json"
+
+
+def package_value(workdir: Path, *, skip: Path | None = None) -> float:
+    """A number in [1, 1000) from the sha256 of every file's path and bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in workdir.rglob("*") if p.is_file() and p != skip):
+        digest.update(path.relative_to(workdir).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return 1.0 + int.from_bytes(digest.digest()[:8], "big") % 999_000 / 1000.0
+
+
+def _script(workdir: Path) -> dict[str, Any]:
+    path = workdir / _SCRIPT
+    if not path.is_file():
+        return {}
+    try:
+        script = json.loads(path.read_text())
+    except ValueError as exc:
+        raise InvalidInput(f"{_SCRIPT} must be a JSON object, got invalid JSON: {exc}") from exc
+    if not isinstance(script, dict) or script.get("verdict", "accept") not in VERDICTS:
+        raise InvalidInput(f"{_SCRIPT} verdict must be one of {list(VERDICTS)}, got {script!r}")
+    return script
+
+
+def _document(accepted: bool, value: float, kernel_id: str) -> dict[str, Any]:
+    stats = dict.fromkeys(("median", "mean", "min", "max", "p10", "p90"), value)
+    return {
+        "schema_version": 1,
+        "accepted": accepted,
+        "reason": f"stub backend: {'accepted' if accepted else 'rejected'} {kernel_id}",
+        "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
+        "workloads": [
+            {"name": "stub", "value": value, "stats": {**stats, "stdev": 0.0, "samples": [value]}}
+        ],
+        "correctness": {
+            "passed": True,
+            "checks": [
+                {
+                    "name": "stub",
+                    "max_abs_err": 0.0,
+                    "max_rel_err": 0.0,
+                    "atol": 0.0,
+                    "rtol": 0.0,
+                    "passed": True,
+                }
+            ],
+        },
+        "environment": {"device": "stub", "driver": "stub", "runtime": "stub"},
+    }
+
+
+def _result(exit_code: int | None, output: str, *, timed_out: bool = False) -> StepResult:
+    return StepResult(
+        exit_code=exit_code,
+        timed_out=timed_out,
+        killed_reason=KILLED_TIMEOUT if timed_out else None,
+        output=output.encode(),
+        output_truncated=False,
+        wall_s=0.0,
+    )
+
+
+class StubBackend:
+    """Deterministic answers to `build_test_env.py` and `benchmark.py`; runs nothing."""
+
+    name = "stub"
+    python = sys.executable
+
+    def check_available(self) -> None:
+        """Always available."""
+
+    def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
+        script = _script(step.workdir)
+        verdict = script.get("verdict", "accept")
+        is_build = any(arg.endswith("build_test_env.py") for arg in step.argv)
+        if is_build:
+            failed = verdict == "build_fail"
+            return _result(1 if failed else 0, f"stub build: {'failed' if failed else 'ok'}\n")
+        if verdict == "hang":
+            return _result(None, "stub benchmark: hanging\n", timed_out=True)
+        if verdict == "error":
+            return _result(1, "stub benchmark: error\n")
+        result_path = Path(step.env["KZ_RESULT_PATH"])
+        if verdict == "invalid":
+            result_path.write_text('{"schema_version": 1, "accepted": "maybe"}')
+            return _result(0, "stub benchmark: wrote an invalid document\n")
+        value = float(script.get("value", package_value(step.workdir, skip=result_path)))
+        document = _document(verdict != "reject", value, step.env.get("KZ_KERNEL_ID", "?"))
+        result_path.write_text(json.dumps(document))
+        return _result(0, f"stub benchmark: {verdict} value={value}\n")

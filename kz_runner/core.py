@@ -1,0 +1,188 @@
+"""The runner's task loop, shared by both transports: claim, fetch, unpack, run, report.
+
+Each step is a call to a port (the transport, the backend, the package unpacker); the loop
+itself holds no business rules. While a task runs it heartbeats every `heartbeat_s`; a
+cancelled submission stops its task within one heartbeat; SIGTERM hands the task back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+import shutil
+import socket
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kz_events.errors import KzError
+from kz_events.ids import KernelId
+from kz_package import PackageError, unpack_tarball, validate_result_document
+from kz_runner.backends.base import Backend
+from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
+from kz_runner.limits import StepLimits
+from kz_runner.transport import Lease, Report, RunnerInfo, Transport
+
+__all__ = ["Runner", "RunnerOptions", "default_runner_id"]
+
+log = logging.getLogger("kz.runner")
+
+JUDGE_FILES = ("benchmark.py", "build_test_env.py", "desc.yaml", "bench_result.yaml")
+HARNESS_DIR = Path(__file__).resolve().parents[1]  # holds kz_harness/
+
+
+def default_runner_id() -> str:
+    return f"{socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerOptions:
+    workdir: Path
+    heartbeat_s: float = 2.0
+    task_timeout_s: float = 600.0
+    step_timeout_s: float = 300.0
+    poll_s: float = 5.0
+    limits: StepLimits = field(default_factory=StepLimits)
+    keep_workdirs: bool = False
+
+
+@dataclass
+class _Task:
+    lease: Lease
+    cancel: threading.Event = field(default_factory=threading.Event)
+    phase: str = "fetch"
+    handed_back: bool = False
+
+
+class Runner:
+    """One runner process: serves its architectures until `stop` is set."""
+
+    def __init__(
+        self, info: RunnerInfo, transport: Transport, backend: Backend, options: RunnerOptions
+    ) -> None:
+        self.info = info
+        self.transport = transport
+        self.backend = backend
+        self.options = options
+        self.current: _Task | None = None
+        self.tasks_done = 0
+
+    async def run(self, stop: asyncio.Event, *, max_tasks: int | None = None) -> None:
+        self.backend.check_available()
+        self.options.workdir.mkdir(parents=True, exist_ok=True)
+        await self.transport.register(self.info)
+        log.info("runner %s serving %s with %s", self.info.runner_id, ",".join(self.info.arches),
+                 self.backend.name)
+        while not stop.is_set() and (max_tasks is None or self.tasks_done < max_tasks):
+            lease = await self.transport.next_task(self.options.poll_s)
+            if lease is None:
+                continue
+            await self.process(lease, stop)
+            self.tasks_done += 1
+
+    async def process(self, lease: Lease, stop: asyncio.Event | None = None) -> None:
+        """Run one claimed task to its end and report it (or hand it back on shutdown)."""
+        task = _Task(lease)
+        self.current = task
+        started = time.monotonic()
+        log.info("task %s %s attempt %d: started", lease.submission_id, lease.kernel_id,
+                 lease.attempt)
+        beat = asyncio.create_task(self._heartbeat(task))
+        watch = asyncio.create_task(self._watch_stop(task, stop)) if stop else None
+        try:
+            outcome = await self._execute(task)
+        finally:
+            beat.cancel()
+            if watch:
+                watch.cancel()
+            self.current = None
+        if task.handed_back:
+            await self.transport.hand_back(lease)
+            log.info("task %s: handed back", lease.submission_id)
+            return
+        report = Report(
+            outcome=outcome.reason,
+            result=outcome.result,
+            environment={**outcome.environment, **self._environment()},
+            duration_s=round(time.monotonic() - started, 3),
+            log=outcome.log,
+        )
+        await self.transport.report(lease, report)
+        log.info("task %s: %s in %.2fs", lease.submission_id, outcome.reason, report.duration_s)
+
+    async def _watch_stop(self, task: _Task, stop: asyncio.Event) -> None:
+        await stop.wait()
+        task.handed_back = True
+        task.cancel.set()
+
+    async def _heartbeat(self, task: _Task) -> None:
+        while True:
+            try:
+                if await self.transport.heartbeat(task.lease, task.phase):
+                    task.cancel.set()
+            except KzError as exc:
+                log.warning("heartbeat for %s failed: %s", task.lease.submission_id, exc.message)
+            await asyncio.sleep(self.options.heartbeat_s)
+
+    async def _execute(self, task: _Task) -> TaskOutcome:
+        lease = task.lease
+        base = Path(tempfile.mkdtemp(prefix=f"task-{lease.submission_id[:8]}-",
+                                     dir=self.options.workdir))
+        try:
+            workdir = base / "pkg"
+            tarball = base / "package.tar.gz"
+            await self.transport.fetch_package(lease, tarball)
+            try:
+                unpack_tarball(tarball, workdir)
+            except PackageError as exc:
+                return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
+            baseline = await self._overlay_judge(lease, base, workdir)
+            task.phase = "run"
+            spec = TaskSpec(
+                kernel_id=KernelId.parse(lease.kernel_id),
+                arch=lease.arch,
+                workdir=workdir,
+                baseline_path=baseline,
+                step_timeout_s=self.options.step_timeout_s,
+                task_timeout_s=self.options.task_timeout_s,
+                limits=self.options.limits,
+                harness_path=HARNESS_DIR,
+            )
+            return await asyncio.to_thread(
+                execute_task,
+                spec,
+                self.backend,
+                cancelled=task.cancel.is_set,
+                validate_result=validate_result_document,
+            )
+        finally:
+            if not self.options.keep_workdirs:
+                shutil.rmtree(base, ignore_errors=True)
+
+    async def _overlay_judge(self, lease: Lease, base: Path, workdir: Path) -> Path | None:
+        """Put main's trusted judge files over the submitted ones; return the baseline path."""
+        bundle = base / "judge.tar.gz"
+        if not await self.transport.fetch_judge(lease, bundle):
+            return None
+        judge_dir = base / "judge"
+        with tarfile.open(bundle, "r:gz") as tar:
+            tar.extractall(judge_dir, filter="data")
+        trusted = judge_dir / ".kernel_package"
+        for name in JUDGE_FILES:
+            if (trusted / name).is_file():
+                shutil.copyfile(trusted / name, workdir / ".kernel_package" / name)
+        baseline = workdir / ".kernel_package" / "bench_result.yaml"
+        return baseline if (trusted / "bench_result.yaml").is_file() else None
+
+    def _environment(self) -> dict[str, str]:
+        return {
+            "runner_id": self.info.runner_id,
+            "backend": self.backend.name,
+            "device": self.info.device,
+            "host_platform": platform.platform(),
+        }

@@ -1,0 +1,118 @@
+"""The HTTP transport: a runner that reaches the platform only through the API's runner
+endpoints, which claim, heartbeat and finish leases on its behalf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kz_events.errors import KzError, LogUnavailable
+from kz_runner.transport import Lease, Report, RunnerInfo
+
+__all__ = ["HttpTransport"]
+
+MAX_LOG_BYTES = 1024 * 1024
+
+
+class HttpTransport:
+    """Talks to `POST /api/runner/*` with the runner key; the lease token rides in each call."""
+
+    def __init__(self, server_url: str, runner_key: str, *, timeout_s: float = 60.0) -> None:
+        self.client = httpx.AsyncClient(
+            base_url=server_url.rstrip("/"),
+            headers={"X-Runner-Key": runner_key},
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+        )
+        self.info: RunnerInfo | None = None
+
+    async def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        try:
+            response = await self.client.post(path, json=body)
+        except httpx.TransportError as exc:
+            raise LogUnavailable(f"cannot reach the API at {self.client.base_url}: {exc}") from exc
+        if response.status_code >= 400 and response.status_code != 409:
+            raise KzError(f"{path}: HTTP {response.status_code}: {response.text[:300]}")
+        return response
+
+    async def register(self, info: RunnerInfo) -> None:
+        self.info = info
+        await self._post(
+            "/api/runner/register",
+            {
+                "runner_id": info.runner_id,
+                "arches": list(info.arches),
+                "device": info.device,
+                "backend": info.backend,
+                "labels": info.labels,
+            },
+        )
+
+    async def next_task(self, wait_s: float) -> Lease | None:
+        assert self.info is not None
+        response = await self._post(
+            "/api/runner/claim", {"runner_id": self.info.runner_id, "wait_s": min(wait_s, 30.0)}
+        )
+        if response.status_code != 200:
+            return None
+        task = response.json()
+        return Lease(
+            submission_id=task["submission_id"],
+            kernel_id=task["kernel_id"],
+            arch=task["arch"],
+            attempt=int(task["attempt"]),
+            lease_id=task["lease_id"],
+            package_digest=task["package_digest"],
+            handle=task,
+        )
+
+    async def heartbeat(self, lease: Lease, phase: str) -> bool:
+        token = lease.handle["lease_token"]
+        response = await self._post("/api/runner/heartbeat", {"lease_token": token, "phase": phase})
+        if response.status_code == 409:
+            return True  # the lease is gone: stop working on it
+        return bool(response.json().get("cancelled", False))
+
+    async def _download(self, url: str, lease: Lease, dest: Path) -> bool:
+        headers = {"X-Lease-Token": lease.handle["lease_token"]}
+        async with self.client.stream("GET", url, headers=headers) as response:
+            if response.status_code == 404:
+                return False
+            if response.status_code != 200:
+                raise KzError(f"{url}: HTTP {response.status_code}")
+            with dest.open("wb") as sink:
+                async for chunk in response.aiter_bytes():
+                    sink.write(chunk)
+        return True
+
+    async def fetch_package(self, lease: Lease, dest: Path) -> None:
+        if not await self._download(lease.handle["package_url"], lease, dest):
+            raise KzError(f"package of {lease.submission_id} not found")
+
+    async def fetch_judge(self, lease: Lease, dest: Path) -> bool:
+        url = lease.handle.get("judge_url")
+        return bool(url) and await self._download(url, lease, dest)
+
+    async def report(self, lease: Lease, report: Report) -> None:
+        log = report.log[-MAX_LOG_BYTES:]
+        await self._post(
+            f"/api/submissions/{lease.submission_id}/result",
+            {
+                "lease_token": lease.handle["lease_token"],
+                "outcome": report.outcome,
+                "result": report.result,
+                "environment": report.environment,
+                "duration_s": report.duration_s,
+                "log": log.decode("utf-8", errors="replace"),
+            },
+        )
+
+    async def hand_back(self, lease: Lease) -> None:
+        await self._post(
+            "/api/runner/heartbeat",
+            {"lease_token": lease.handle["lease_token"], "phase": "handed_back"},
+        )
+
+    async def close(self) -> None:
+        await self.client.aclose()

@@ -1,0 +1,202 @@
+"""The native transport: a runner that talks to NATS directly.
+
+Runners of an architecture share its durable pull consumer; the delivery count is the attempt.
+Claims and results go through the lifecycle rules with the per-aggregate concurrency check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import nats.errors
+from nats.aio.msg import Msg
+
+from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
+from kz_events.eventlog import EventLog
+from kz_events.events import (
+    EventMeta,
+    RunnerRegistered,
+    SubmissionSubmitted,
+    TaskHeartbeat,
+    decode_event,
+)
+from kz_events.lifecycle import Claim, ReportResult, SubmissionState, decide, fold
+from kz_events.subjects import (
+    EVENTS_STREAM,
+    LOGS_BUCKET,
+    PACKAGES_BUCKET,
+    aggregate_filter,
+    event_subject,
+    judge_key,
+)
+from kz_runner.transport import Lease, Report, RunnerInfo
+
+__all__ = ["NativeTransport"]
+
+
+def _meta(actor: str) -> EventMeta:
+    return EventMeta(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC), actor=actor)
+
+
+class NativeTransport:
+    """Claims from the per-architecture consumers and appends events itself."""
+
+    def __init__(self, log: EventLog, *, lease_s: float = 15.0, max_attempts: int = 3) -> None:
+        self.log = log
+        self.lease_s = lease_s
+        self.max_attempts = max_attempts
+        self.info: RunnerInfo | None = None
+        self._subs: list[Any] = []
+        self._next = 0
+
+    async def register(self, info: RunnerInfo) -> None:
+        self.info = info
+        for arch in info.arches:
+            durable = await self.log.ensure_task_consumer(
+                arch, lease_s=self.lease_s, max_attempts=self.max_attempts
+            )
+            self._subs.append(await self.log.js.pull_subscribe_bind(durable, stream=EVENTS_STREAM))
+        meta = _meta(info.runner_id)
+        await self.log.append(
+            RunnerRegistered(
+                event_id=meta.event_id,
+                occurred_at=meta.occurred_at,
+                actor=meta.actor,
+                runner_id=info.runner_id,
+                arches=list(info.arches),
+                device=info.device,
+                backend=info.backend,
+                labels=info.labels,
+            )
+        )
+
+    async def next_task(self, wait_s: float) -> Lease | None:
+        deadline = asyncio.get_running_loop().time() + wait_s
+        while True:
+            sub = self._subs[self._next % len(self._subs)]
+            self._next += 1
+            slice_s = max(0.05, min(1.0, deadline - asyncio.get_running_loop().time()))
+            try:
+                msgs = await sub.fetch(1, timeout=slice_s)
+            except nats.errors.TimeoutError:
+                msgs = []
+            for msg in msgs:
+                lease = await self._claim(msg)
+                if lease is not None:
+                    return lease
+            if asyncio.get_running_loop().time() >= deadline:
+                return None
+
+    async def _state(self, arch: str, submission_id: str) -> SubmissionState:
+        return fold(await self.log.load(aggregate_filter("submission", arch, submission_id)))
+
+    async def _claim(self, msg: Msg) -> Lease | None:
+        """Append `claimed` for this delivery; a task that cannot be claimed is acked away."""
+        assert self.info is not None
+        submitted = decode_event(msg.data)
+        if not isinstance(submitted, SubmissionSubmitted):
+            await msg.term()
+            return None
+        arch = submitted.kernel.arch
+        attempt = int(msg.metadata.num_delivered)
+        lease_id = str(uuid.uuid4())
+        for _ in range(5):
+            state = await self._state(arch, submitted.submission_id)
+            command = Claim(
+                meta=_meta(self.info.runner_id),
+                runner_id=self.info.runner_id,
+                lease_id=lease_id,
+                attempt=attempt,
+            )
+            try:
+                events = decide(state, command)
+                await self.log.append(events[0], expect=state.version)
+            except RuleViolation:
+                await msg.ack()  # finished, cancelled or superseded: nothing to run
+                return None
+            except ConcurrencyConflict:
+                continue
+            return Lease(
+                submission_id=submitted.submission_id,
+                kernel_id=submitted.kernel_id,
+                arch=arch,
+                attempt=attempt,
+                lease_id=lease_id,
+                package_digest=submitted.package_digest,
+                new_kernel=submitted.new_kernel,
+                handle=msg,
+            )
+        await msg.nak()
+        return None
+
+    async def heartbeat(self, lease: Lease, phase: str) -> bool:
+        assert self.info is not None
+        meta = _meta(self.info.runner_id)
+        await lease.handle.in_progress()
+        await self.log.publish_live(
+            TaskHeartbeat(
+                event_id=meta.event_id,
+                occurred_at=meta.occurred_at,
+                actor=meta.actor,
+                submission_id=lease.submission_id,
+                kernel_id=lease.kernel_id,
+                runner_id=self.info.runner_id,
+                attempt=lease.attempt,
+                lease_id=lease.lease_id,
+                phase=phase,
+            )
+        )
+        cancelled = event_subject("submission", lease.arch, lease.submission_id, "cancelled")
+        return await self.log.last_event(cancelled) is not None
+
+    async def fetch_package(self, lease: Lease, dest: Path) -> None:
+        with dest.open("wb") as sink:
+            await self.log.get_object(PACKAGES_BUCKET, lease.package_digest, sink)
+
+    async def fetch_judge(self, lease: Lease, dest: Path) -> bool:
+        try:
+            with dest.open("wb") as sink:
+                await self.log.get_object(PACKAGES_BUCKET, judge_key(lease.kernel_id), sink)
+        except ObjectNotFound:
+            dest.unlink(missing_ok=True)
+            return False
+        return True
+
+    async def report(self, lease: Lease, report: Report) -> None:
+        assert self.info is not None
+        log_key = f"{lease.submission_id}-{lease.attempt}"
+        await self.log.put_object(LOGS_BUCKET, log_key, io.BytesIO(report.log))
+        for _ in range(5):
+            state = await self._state(lease.arch, lease.submission_id)
+            command = ReportResult(
+                meta=_meta(self.info.runner_id),
+                runner_id=self.info.runner_id,
+                lease_id=lease.lease_id,
+                outcome=report.outcome,
+                result=report.result,
+                log_key=log_key,
+                environment=report.environment,
+                duration_s=report.duration_s,
+            )
+            try:
+                events = decide(state, command)
+                await self.log.append(events[0], expect=state.version)
+            except RuleViolation:
+                break  # cancelled or given to another runner meanwhile: our result is moot
+            except ConcurrencyConflict:
+                continue
+            break
+        await lease.handle.ack()
+
+    async def hand_back(self, lease: Lease) -> None:
+        await lease.handle.nak()
+
+    async def close(self) -> None:
+        for sub in self._subs:
+            await sub.unsubscribe()
+        self._subs.clear()

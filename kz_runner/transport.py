@@ -1,0 +1,71 @@
+"""The port between the runner's task loop and the platform: NATS (native) or HTTP.
+
+A `Lease` is one claimed task; the transport keeps whatever it needs to heartbeat, finish or
+hand back that claim. Both transports do the same things in the same order, so the task loop
+in `kz_runner.core` is shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["Lease", "Report", "RunnerInfo", "Transport"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerInfo:
+    runner_id: str
+    arches: tuple[str, ...]
+    device: str
+    backend: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Lease:
+    """A claimed task: what to run and the handle that keeps the claim."""
+
+    submission_id: str
+    kernel_id: str
+    arch: str
+    attempt: int
+    lease_id: str
+    package_digest: str
+    new_kernel: bool = False
+    handle: Any = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """What the runner reports when a task ends."""
+
+    outcome: str
+    result: dict[str, Any] | None
+    environment: dict[str, str]
+    duration_s: float
+    log: bytes
+
+
+class Transport(Protocol):
+    async def register(self, info: RunnerInfo) -> None: ...
+
+    async def next_task(self, wait_s: float) -> Lease | None:
+        """Claim the next task of the runner's architectures, or None after `wait_s`."""
+
+    async def heartbeat(self, lease: Lease, phase: str) -> bool:
+        """Keep the claim alive; True when the submission was cancelled meanwhile."""
+
+    async def fetch_package(self, lease: Lease, dest: Path) -> None: ...
+
+    async def fetch_judge(self, lease: Lease, dest: Path) -> bool:
+        """Write main's trusted judge bundle for the kernel to `dest`; False when none exists."""
+
+    async def report(self, lease: Lease, report: Report) -> None:
+        """Store the log, append the result and finish the claim."""
+
+    async def hand_back(self, lease: Lease) -> None:
+        """Give the task up at once so another runner takes it."""
+
+    async def close(self) -> None: ...

@@ -1,0 +1,33 @@
+"""Fixtures shared by every suite: a real `nats-server` on a free port with a temp store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from kz_events.eventlog import EventLog, LogOptions
+from kz_events.server import EmbeddedServer
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    """A fresh JetStream server for one test."""
+    server = EmbeddedServer(tmp_path / "nats-store")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def event_log(nats_server: EmbeddedServer) -> AsyncIterator[EventLog]:
+    """An `EventLog` connected to the test's server, streams ensured."""
+    elog = await EventLog.connect(nats_server.url, LogOptions(retry_fast=True))
+    await elog.ensure()
+    try:
+        yield elog
+    finally:
+        await elog.close()

@@ -1,0 +1,146 @@
+// The live feed: one EventSource on /api/events shared by every view, and the index store
+// that refetches index.json when an event may have changed it.
+
+import { api } from './api.js';
+import { changesIndex, eventKind } from './lib/events.js';
+import { normaliseIndex } from './lib/model.js';
+
+const FEED_LIMIT = 300;
+const NAMED_TYPES = ['submitted', 'claimed', 'result', 'accepted', 'rejected', 'failed', 'cancelled', 'committed', 'disqualified', 'imported', 'released', 'registered', 'deregistered'];
+
+function emitter() {
+  const listeners = new Set();
+  return {
+    on(fn) {
+      listeners.add(fn);
+      return () => listeners.delete(fn);
+    },
+    emit(value) {
+      for (const fn of [...listeners]) fn(value);
+    },
+  };
+}
+
+class LiveFeed {
+  constructor() {
+    this.state = 'idle';
+    this.lastSeq = null;
+    this.feed = [];
+    this.messages = emitter();
+    this.states = emitter();
+    this.source = null;
+  }
+
+  start(url = '/api/events') {
+    if (this.source || typeof EventSource === 'undefined') return;
+    this.setState('connecting');
+    const source = new EventSource(url);
+    this.source = source;
+    source.onopen = () => this.setState('open');
+    source.onerror = () => this.setState(source.readyState === EventSource.CLOSED ? 'closed' : 'connecting');
+    const handle = (ev) => this.receive(ev);
+    source.onmessage = handle;
+    for (const type of NAMED_TYPES) {
+      source.addEventListener(type, handle);
+      for (const agg of ['submission', 'kernel', 'runner']) source.addEventListener(`${agg}.${type}`, handle);
+    }
+  }
+
+  stop() {
+    this.source?.close();
+    this.source = null;
+    this.setState('idle');
+  }
+
+  setState(state) {
+    if (state === this.state) return;
+    const reconnected = state === 'open' && this.state !== 'idle';
+    this.state = state;
+    this.states.emit({ state, reconnected });
+  }
+
+  receive(ev) {
+    let message;
+    try {
+      message = JSON.parse(ev.data);
+    } catch {
+      return; // a keep-alive or comment line: nothing to show
+    }
+    if (!message || typeof message !== 'object') return;
+    if (message.seq === undefined && ev.lastEventId) message.seq = Number(ev.lastEventId);
+    if (message.event === undefined) message = { seq: message.seq, subject: message.subject, event: message };
+    if (message.seq !== null && message.seq !== undefined && this.lastSeq !== null && message.seq <= this.lastSeq) return;
+    this.lastSeq = message.seq ?? this.lastSeq;
+    this.feed.unshift(message);
+    if (this.feed.length > FEED_LIMIT) this.feed.length = FEED_LIMIT;
+    this.messages.emit(message);
+  }
+}
+
+export const live = new LiveFeed();
+
+class IndexStore {
+  constructor() {
+    this.index = null;
+    this.error = null;
+    this.updates = emitter();
+    this.inflight = null;
+    this.again = false;
+    this.timer = null;
+  }
+
+  /** Load (or reload) the live index; concurrent calls share one request. */
+  async load() {
+    if (this.inflight) {
+      this.again = true;
+      return this.inflight;
+    }
+    this.inflight = api
+      .index(undefined)
+      .then((raw) => {
+        const previous = this.index;
+        this.index = normaliseIndex(raw);
+        this.error = null;
+        this.updates.emit({ index: this.index, previous });
+      })
+      .catch((error) => {
+        this.error = error;
+        this.updates.emit({ index: this.index, error });
+      })
+      .finally(() => {
+        this.inflight = null;
+        if (this.again) {
+          this.again = false;
+          this.load();
+        }
+      });
+    return this.inflight;
+  }
+
+  refreshSoon(delayMs = 250) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.load(), delayMs);
+  }
+}
+
+export const indexStore = new IndexStore();
+
+const pastCache = new Map();
+
+/** The index as it stood at log sequence `at` (cached: the past does not change). */
+export async function indexAt(at) {
+  if (!pastCache.has(at)) {
+    pastCache.set(at, api.index(at).then(normaliseIndex));
+    pastCache.get(at).catch(() => pastCache.delete(at));
+  }
+  return pastCache.get(at);
+}
+
+live.messages.on((message) => {
+  if (changesIndex(message)) indexStore.refreshSoon();
+});
+live.states.on(({ reconnected }) => {
+  if (reconnected) indexStore.refreshSoon(0);
+});
+
+export { eventKind };

@@ -1,0 +1,224 @@
+// The kernel page: description, scoreboard, history chart, workloads, correctness,
+// environment, attempts and the package's files.
+
+import { api, listOf } from '../api.js';
+import { badge, empty, failure, h, loading, setTitle, time } from '../dom.js';
+import { indexStore } from '../live.js';
+import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatSpeedup, formatSpread, formatTimestamp, shortId } from '../lib/format.js';
+import { locateKernel, normaliseScore } from '../lib/model.js';
+import { links } from '../lib/route.js';
+import { historyChart } from './chart.js';
+import { statusBadge } from './submission.js';
+
+function section(title, ...content) {
+  return h('section', { class: 'card' }, h('h2', {}, title), ...content);
+}
+
+function stat(label, value, sub) {
+  return h('div', { class: 'stat' }, h('div', { class: 'stat-label' }, label), h('div', { class: 'stat-value' }, value), sub ? h('div', { class: 'stat-sub muted' }, sub) : null);
+}
+
+function dl(obj) {
+  const entries = Object.entries(obj ?? {}).filter(([, v]) => v !== null && v !== undefined && v !== '');
+  if (entries.length === 0) return h('p', { class: 'muted' }, 'Not reported.');
+  return h('dl', { class: 'kv' }, entries.map(([k, v]) => [h('dt', {}, k), h('dd', {}, typeof v === 'object' ? JSON.stringify(v) : String(v))]));
+}
+
+function workloadsTable(desc, score, current, scale) {
+  const declared = desc.workloads ?? [];
+  const names = [...new Set([...declared.map((w) => w.name), ...(score?.workloads ?? []).map((w) => w.name)])];
+  if (names.length === 0) return h('p', { class: 'muted' }, 'No workloads declared.');
+  const find = (list, name) => (list ?? []).find((w) => w.name === name);
+  const params = (w) => Object.entries(w ?? {}).filter(([k]) => k !== 'name' && k !== 'description').map(([k, v]) => `${k}=${Array.isArray(v) ? v.join('×') : typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+  const unit = scale.unit ? ` (${scale.unit})` : '';
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: 'dense' },
+      h('thead', {}, h('tr', {}, ['workload', 'params', `best${unit}`, 'median', 'p10', 'p90', 'stdev', 'samples', `current${unit}`].map((c, i) => h('th', { scope: 'col', class: i >= 2 ? 'num' : null }, c)))),
+      h(
+        'tbody',
+        {},
+        names.map((name) => {
+          const b = find(score?.workloads, name);
+          const s = b?.stats ?? {};
+          const c = find(current?.workloads, name);
+          return h(
+            'tr',
+            {},
+            h('td', { class: 'mono' }, name),
+            h('td', { class: 'mono muted small' }, params(find(declared, name)) || '—'),
+            h('td', { class: 'num strong' }, formatScaled(b?.value, scale)),
+            ['median', 'p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(s[k], scale))),
+            h('td', { class: 'num' }, s.samples ?? '—'),
+            h('td', { class: 'num' }, formatScaled(c?.value, scale)),
+          );
+        }),
+      ),
+    ),
+  );
+}
+
+function correctness(c) {
+  if (!c) return h('p', { class: 'muted' }, 'No correctness report yet.');
+  const checks = c.checks ?? [];
+  return [
+    h('p', {}, c.passed ? badge('passed', 'good') : badge('failed', 'bad'), ` ${checks.length} check${checks.length === 1 ? '' : 's'}`),
+    checks.length
+      ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['check', 'max abs err', 'max rel err', 'atol', 'rtol', ''].map((t, i) => h('th', { scope: 'col', class: i && i < 5 ? 'num' : null }, t)))), h('tbody', {}, checks.map((k) => h('tr', {}, h('td', { class: 'mono' }, k.name), ['max_abs_err', 'max_rel_err', 'atol', 'rtol'].map((f) => h('td', { class: 'num' }, typeof k[f] === 'number' ? k[f].toExponential(1) : '—')), h('td', {}, k.passed ? badge('ok', 'good') : badge('fail', 'bad')))))))
+      : null,
+  ];
+}
+
+function attemptsTable(subs, scale, now) {
+  if (subs.length === 0) return empty('No submissions yet for this kernel.');
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: 'dense' },
+      h('thead', {}, h('tr', {}, ['when', 'submission', 'submitter', 'status', `value${scale.unit ? ` (${scale.unit})` : ''}`, 'reason', 'commit'].map((t) => h('th', { scope: 'col', class: t.startsWith('value') ? 'num' : null }, t)))),
+      h(
+        'tbody',
+        {},
+        subs.map((s) =>
+          h(
+            'tr',
+            {},
+            h('td', { class: 'muted nowrap' }, time(s.updated_at ?? s.created_at, formatRelative(s.updated_at ?? s.created_at, now))),
+            h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))),
+            h('td', {}, s.submitter_id ?? '—'),
+            h('td', {}, statusBadge(s.status)),
+            h('td', { class: 'num' }, formatScaled(s.result?.value ?? s.result?.metric?.value, scale)),
+            h('td', { class: 'reason' }, s.result?.reason ?? s.error?.message ?? '—'),
+            h('td', { class: 'mono muted' }, shortId(s.commits?.source, 10)),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+function fileList(files) {
+  return (Array.isArray(files) ? files : Object.entries(files ?? {}).map(([path, content]) => (typeof content === 'string' ? { path, content } : { path, ...content }))).sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+function filesBrowser(files, signal) {
+  const list = fileList(files);
+  if (list.length === 0) return h('p', { class: 'muted' }, 'No files listed.');
+  const viewer = h('pre', { class: 'file-view', tabindex: 0, 'aria-label': 'file content' });
+  const label = h('div', { class: 'file-name mono' });
+  const buttons = [];
+  async function open(file, button) {
+    buttons.forEach((b) => b.setAttribute('aria-pressed', String(b === button)));
+    label.textContent = `${file.path}${Number.isFinite(file.size) ? ` · ${formatBytes(file.size)}` : ''}`;
+    if (typeof file.content === 'string') return (viewer.textContent = file.content);
+    if (!file.url) return (viewer.textContent = '(content not provided by the API)');
+    viewer.textContent = 'Loading…';
+    try {
+      viewer.textContent = await api.text(file.url, signal);
+    } catch (error) {
+      viewer.textContent = `Could not load ${file.path}: ${error.message}`;
+    }
+  }
+  const nav = h('ul', { class: 'file-list', 'aria-label': 'package files' }, list.map((f) => {
+    const b = h('button', { type: 'button', class: 'file-btn mono', 'aria-pressed': 'false', onclick: () => open(f, b) }, f.path);
+    buttons.push(b);
+    return h('li', {}, b);
+  }));
+  const first = list.find((f) => f.path.endsWith('desc.yaml')) ?? list[0];
+  open(first, buttons[list.indexOf(first)]);
+  return h('div', { class: 'files' }, nav, h('div', { class: 'file-pane' }, label, viewer));
+}
+
+function header(id, desc, located) {
+  const [arch, op, sub, quant, name] = id.split('/');
+  const group = `${arch}/${op}/${sub}/${quant}`;
+  return h(
+    'div',
+    { class: 'page-head' },
+    h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.boards() }, 'boards'), ' / ', h('a', { href: links.board(group) }, group), ' / ', name),
+    h('h1', {}, name, desc.title ? h('span', { class: 'subtitle' }, desc.title) : null),
+    h('p', { class: 'meta' }, desc.language ? badge(desc.language, 'lang') : null, located?.kernel.disqualified ? badge('disqualified', 'bad', located.kernel.dqReason) : null, (desc.tags ?? []).map((t) => badge(t, 'muted')), desc.authors?.length ? h('span', { class: 'muted' }, ` by ${desc.authors.map((a) => (typeof a === 'string' ? a : a.name)).join(', ')}`) : null, desc.license ? h('span', { class: 'muted' }, ` · ${desc.license}`) : null),
+  );
+}
+
+function stats(metric, best, current, scoreboard, located, scale, now) {
+  const entry = located?.entry;
+  const value = (s) => (s ? `${formatScaled(s.value, scale)} ${scale.unit}` : '—');
+  return h(
+    'div',
+    { class: 'stats' },
+    stat('best', value(best), best ? `${formatSpread(best.p10, best.p90, best.value)} · ${best.submitter ?? '?'} · ${formatRelative(best.at, now)}` : 'no accepted result yet'),
+    stat('current', value(current), current ? `${current.submitter ?? '?'} · ${formatRelative(current.at, now)}` : null),
+    stat('rank', entry?.rank ? `#${entry.rank}${entry.tie ? ' ≈' : ''}` : '—', located?.board ? `of ${located.board.entries.length} on ${located.board.key}` : null),
+    stat('speed-up', entry?.speedup ? formatSpeedup(entry.speedup) : '—', located?.board?.referenceId ? `vs ${located.board.referenceId.split('/')[4]}` : 'no reference'),
+    stat('accepted', formatNumber(scoreboard.accepted_count ?? located?.kernel.acceptedCount ?? 0), describeMetric(metric, scale.unit)),
+  );
+}
+
+export function createKernelView() {
+  let controller;
+  let root;
+
+  async function load(route) {
+    controller?.abort();
+    controller = new AbortController();
+    const { signal } = controller;
+    const id = route.params.id;
+    setTitle(id);
+    root.replaceChildren(loading(`Loading ${id}`));
+    let detail, history, subs;
+    try {
+      [detail, history, subs] = await Promise.all([
+        api.kernel(id, signal),
+        api.benchHistory(id, signal).catch((e) => (e.status === 404 ? { history: [] } : Promise.reject(e))),
+        api.submissions({ kernel_id: id, limit: 50 }, signal).then((b) => listOf(b, 'submissions')),
+        indexStore.index ? null : indexStore.load(),
+      ]);
+    } catch (error) {
+      if (error.name === 'AbortError') return;
+      root.replaceChildren(error.code === 'unknown_kernel' ? empty(`No kernel ${id}.`, 'Check the id, or open the boards to find it.') : failure(error, () => load(route)));
+      return;
+    }
+    render(id, detail, history, subs, signal);
+  }
+
+  function render(id, detail, history, subs, signal) {
+    const desc = detail.desc ?? detail;
+    const scoreboard = detail.scoreboard ?? detail.bench_result ?? {};
+    const metric = { name: 'value', better: 'lower', unit: '', ...(desc.metric ?? scoreboard.metric ?? history.metric ?? {}) };
+    const best = normaliseScore(scoreboard.best ?? history.best);
+    const current = normaliseScore(scoreboard.current ?? history.current);
+    const points = listOf(history, 'history').length ? listOf(history, 'history') : listOf(history, 'accepted');
+    const scale = chooseScale([best?.value, current?.value, ...points.map((p) => p.value)].filter(Number.isFinite), metric.unit);
+    const located = indexStore.index ? locateKernel(indexStore.index, id) : null;
+    const now = Date.now();
+    root.replaceChildren(
+      header(id, desc, located),
+      stats(metric, best, current, scoreboard, located, scale, now),
+      desc.description ? h('section', { class: 'card prose' }, h('h2', {}, 'Description'), h('p', { class: 'description' }, desc.description)) : null,
+      section(`Accepted results over time (${points.length})`, points.length ? historyChart(points, { metric, scale, onPick: (p) => p.submission_id && (location.hash = links.submission(p.submission_id)) }) : empty('No accepted result yet.', 'The chart fills in as results are accepted.')),
+      section('Workloads', workloadsTable(desc, best, current, scale)),
+      h('div', { class: 'two' }, section('Correctness', correctness(scoreboard.correctness ?? best?.correctness)), section('Environment', dl(scoreboard.environment ?? best?.environment))),
+      section(`Attempts (${subs.length})`, attemptsTable(subs, scale, now)),
+      section('Files', filesBrowser(detail.files, signal)),
+    );
+  }
+
+  return {
+    mount(container, route) {
+      root = container;
+      load(route);
+    },
+    update(route) {
+      load(route);
+    },
+    unmount() {
+      controller?.abort();
+    },
+  };
+}

@@ -1,0 +1,144 @@
+// The submission page: status, timeline of events, result and workloads, log; follows a
+// running submission through the status long-poll.
+
+import { api, listOf } from '../api.js';
+import { badge, empty, failure, h, loading, setTitle, time } from '../dom.js';
+import { TERMINAL, timeline } from '../lib/events.js';
+import { chooseScale, formatRelative, formatScaled, formatTimestamp, shortId } from '../lib/format.js';
+import { links } from '../lib/route.js';
+
+const STATUS_TONE = { queued: 'info', running: 'warn', accepted: 'good', committed: 'good', rejected: 'bad', failed: 'bad', cancelled: 'muted' };
+const LONG_POLL_S = 30;
+
+/** A badge for a submission status. */
+export function statusBadge(status) {
+  return badge(status ?? 'unknown', STATUS_TONE[status] ?? 'muted');
+}
+
+function meta(d, now) {
+  const row = (k, v) => [h('dt', {}, k), h('dd', {}, v ?? '—')];
+  return h(
+    'dl',
+    { class: 'kv' },
+    row('kernel', d.kernel_id ? h('a', { href: links.kernel(d.kernel_id) }, d.kernel_id) : null),
+    row('submitter', d.submitter_id),
+    row('attempt', d.attempt ? String(d.attempt) : null),
+    row('runner', d.runner_id),
+    row('created', d.created_at ? time(d.created_at, `${formatTimestamp(d.created_at)} (${formatRelative(d.created_at, now)})`) : null),
+    row('updated', d.updated_at ? time(d.updated_at, `${formatTimestamp(d.updated_at)} (${formatRelative(d.updated_at, now)})`) : null),
+    row('source commit', d.commits?.source ? h('span', { class: 'mono' }, d.commits.source) : null),
+    row('bench-result commit', d.commits?.bench_result ? h('span', { class: 'mono' }, d.commits.bench_result) : null),
+    row('log version', d.version !== undefined ? h('span', { class: 'mono' }, `#${d.version}`) : null),
+  );
+}
+
+function timelineList(events) {
+  const rows = timeline(events);
+  if (rows.length === 0) return empty('No events yet.');
+  return h(
+    'ol',
+    { class: 'timeline' },
+    rows.map((e) => h('li', { class: `tone-${e.tone}` }, h('span', { class: 'dot', 'aria-hidden': 'true' }), h('span', { class: 'mono muted seq' }, e.seq !== null ? `#${e.seq}` : ''), h('strong', {}, e.type), h('span', { class: 'muted' }, ' · ', time(e.at, formatTimestamp(e.at)), e.actor ? ` · ${e.actor}` : ''), h('div', { class: 'event-text' }, e.text))),
+  );
+}
+
+function resultSection(result) {
+  if (!result) return empty('No result yet.', 'The result appears when a runner reports it.');
+  const metric = result.metric ?? {};
+  const value = metric.value ?? result.value;
+  const scale = chooseScale([value, ...(result.workloads ?? []).map((w) => w.value)].filter(Number.isFinite), metric.unit ?? result.unit);
+  const verdict = result.accepted === undefined ? result.verdict : result.accepted ? 'accepted' : 'rejected';
+  const workloads = result.workloads ?? [];
+  return [
+    h('p', { class: 'verdict' }, verdict ? statusBadge(verdict === true ? 'accepted' : verdict) : null, ' ', h('span', { class: 'big mono' }, `${formatScaled(value, scale)} ${scale.unit ?? ''}`), metric.name ? h('span', { class: 'muted' }, ` ${metric.name}`) : null, result.reason ? h('span', { class: 'reason' }, ` — ${result.reason}`) : null),
+    workloads.length
+      ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['workload', `value (${scale.unit})`, 'median', 'p10', 'p90', 'stdev', 'samples'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))), h('tbody', {}, workloads.map((w) => h('tr', {}, h('td', { class: 'mono' }, w.name), h('td', { class: 'num strong' }, formatScaled(w.value, scale)), ['median', 'p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(w.stats?.[k], scale))), h('td', { class: 'num' }, w.stats?.samples ?? '—'))))))
+      : null,
+    result.correctness ? h('p', {}, 'correctness: ', result.correctness.passed ? badge('passed', 'good') : badge('failed', 'bad'), ` ${(result.correctness.checks ?? []).map((c) => `${c.name}${c.passed ? '' : ' ✗'}`).join(', ')}`) : null,
+    result.environment ? h('p', { class: 'muted small mono' }, Object.entries(result.environment).map(([k, v]) => `${k}: ${v}`).join(' · ')) : null,
+  ];
+}
+
+function logUrl(d) {
+  if ('log_url' in d) return d.log_url || null;
+  return TERMINAL.has(d.status) && d.attempt ? `/api/submissions/${encodeURIComponent(d.submission_id)}/logs` : null;
+}
+
+export function createSubmissionView() {
+  let root;
+  let controller;
+  let id;
+
+  async function fetchAndRender(signal) {
+    const d = await api.submission(id, signal);
+    const url = logUrl(d);
+    const log = url ? await api.logs(url, signal).catch((e) => (e.name === 'AbortError' ? Promise.reject(e) : `(log unavailable: ${e.message})`)) : null;
+    render(d, log);
+    return d;
+  }
+
+  function render(d, log) {
+    const now = Date.now();
+    const following = !TERMINAL.has(d.status);
+    setTitle(`submission ${shortId(id)}`, d.status);
+    const scroll = window.scrollY;
+    root.replaceChildren(
+      h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
+      h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(listOf(d, 'events')))),
+      h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d.result_document ?? d.result)),
+      h('section', { class: 'card' }, h('h2', {}, 'Log'), log !== null ? h('pre', { class: 'log', tabindex: 0 }, log || '(empty log)') : empty(following ? 'The log appears when the run ends.' : 'No log for this submission.')),
+    );
+    if (window.scrollY !== scroll) window.scrollTo(0, scroll);
+  }
+
+  async function follow(d, signal) {
+    let version = d.version ?? 0;
+    let status = d.status;
+    while (!TERMINAL.has(status) && !signal.aborted) {
+      try {
+        const s = await api.submissionStatus(id, version, LONG_POLL_S, signal);
+        if (s && (s.changed || s.version !== version)) {
+          const next = await fetchAndRender(signal);
+          version = next.version ?? s.version;
+          status = next.status;
+        }
+      } catch (error) {
+        if (error.name === 'AbortError') return;
+        await new Promise((resolve) => setTimeout(resolve, 5000));
+        const next = await fetchAndRender(signal).catch(() => null);
+        if (next) [version, status] = [next.version, next.status];
+      }
+    }
+  }
+
+  async function load(route) {
+    controller?.abort();
+    controller = new AbortController();
+    const { signal } = controller;
+    id = route.params.id;
+    setTitle(`submission ${shortId(id)}`);
+    root.replaceChildren(loading('Loading the submission'));
+    let d;
+    try {
+      d = await fetchAndRender(signal);
+    } catch (error) {
+      if (error.name === 'AbortError') return;
+      root.replaceChildren(error.code === 'unknown_submission' ? empty(`No submission ${id}.`) : failure(error, () => load(route)));
+      return;
+    }
+    follow(d, signal);
+  }
+
+  return {
+    mount(container, route) {
+      root = container;
+      load(route);
+    },
+    update(route) {
+      if (route.params.id !== id) load(route);
+    },
+    unmount() {
+      controller?.abort();
+    },
+  };
+}
