@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import threading
 from pathlib import Path
@@ -28,8 +29,6 @@ def _handle(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with server:
         print(f"nats-server listening on {server.url} (store {server.store_dir})", flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             done.wait()
-        except KeyboardInterrupt:
-            pass
     return 0

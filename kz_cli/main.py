@@ -28,7 +28,9 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kz", description="kernel zoo: LLM GPU kernel leaderboard")
+    parser = argparse.ArgumentParser(
+        prog="kz", description="kernel zoo: LLM GPU kernel leaderboard"
+    )
     parser.add_argument("--config", help="YAML settings file (the environment wins)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:

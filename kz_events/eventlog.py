@@ -36,10 +36,18 @@ from tenacity import (
     stop_after_attempt,
     stop_after_delay,
     wait_exponential_jitter,
+    wait_none,
 )
 
 from kz_events.errors import ConcurrencyConflict, LogUnavailable, ObjectNotFound
-from kz_events.events import Event, UnknownEvent, decode_event, encode_event, subject_of
+from kz_events.events import (
+    Event,
+    UnknownEvent,
+    checked_event,
+    decode_event,
+    encode_event,
+    subject_of,
+)
 from kz_events.subjects import (
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
@@ -112,7 +120,7 @@ class EventLog:
         nc_box: list[Client] = []
         try:
             nc = await nats.connect(
-                url,
+                servers=[part.strip() for part in url.split(",") if part.strip()],
                 name=name,
                 connect_timeout=2,
                 max_reconnect_attempts=connect_kw.pop("max_reconnect_attempts", 120),
@@ -164,10 +172,16 @@ class EventLog:
             self._buckets[bucket] = await self._retry(functools.partial(self._object_store, bucket))
 
     async def _add_or_update(self, config: StreamConfig) -> None:
+        """Create the stream when it is missing; leave an existing one as it is configured.
+
+        Services in a cluster may create but not update streams (an update could shorten
+        retention), so an existing stream is only checked, not changed.
+        """
+        assert config.name is not None
         try:
+            await self.js.stream_info(config.name)
+        except nats.js.errors.NotFoundError:
             await self.js.add_stream(config)
-        except nats.js.errors.BadRequestError:
-            await self.js.update_stream(config)
 
     async def _object_store(self, bucket: str) -> ObjectStore:
         config = ObjectStoreConfig(
@@ -213,7 +227,7 @@ class EventLog:
         return int(ack.seq)
 
     async def _find_event(self, subject_filter: str, event_id: str) -> int | None:
-        async for seq, stored in self.replay(1, subject_filter=subject_filter):
+        for seq, stored in await self.load(subject_filter):
             if getattr(stored, "event_id", None) == event_id:
                 return seq
         return None
@@ -247,8 +261,23 @@ class EventLog:
         return int(info.state.last_seq)
 
     async def load(self, subject_filter: str) -> list[Stored]:
-        """Every event on `subject_filter` so far, in order: rebuilds one aggregate."""
-        return [item async for item in self.replay(1, subject_filter=subject_filter)]
+        """Every event on `subject_filter` so far, in order: rebuilds one aggregate.
+
+        Uses message gets (next by subject), not a consumer, so a client that may not create
+        consumers (a runner in a cluster) can rebuild the aggregates it works on.
+        """
+        stored: list[Stored] = []
+        seq = 1
+        while True:
+            get = functools.partial(
+                self.js.get_msg, EVENTS_STREAM, seq=seq, subject=subject_filter, next=True
+            )
+            try:
+                msg = await self._retry(get)
+            except nats.js.errors.NotFoundError:
+                return stored
+            stored.append((int(msg.seq or 0), checked_event(str(msg.subject), msg.data or b"")))
+            seq = int(msg.seq or 0) + 1
 
     async def replay(
         self,
@@ -280,7 +309,7 @@ class EventLog:
                     if upto is not None and seq > upto:
                         return
                     remaining = int(msg.metadata.num_pending)
-                    yield seq, decode_event(msg.data)
+                    yield seq, checked_event(msg.subject, msg.data)
         finally:
             await psub.unsubscribe()
 
@@ -310,7 +339,7 @@ class EventLog:
         try:
             while True:
                 msg = await queue.get()
-                yield int(msg.metadata.sequence.stream), decode_event(msg.data)
+                yield int(msg.metadata.sequence.stream), checked_event(msg.subject, msg.data)
         finally:
             await sub.unsubscribe()
 
@@ -327,6 +356,7 @@ class EventLog:
         name = consumer_name(arch)
         config = ConsumerConfig(
             durable_name=name,
+            name=name,
             filter_subject=submitted_filter(arch),
             deliver_policy=DeliverPolicy.ALL,
             ack_policy=AckPolicy.EXPLICIT,
@@ -384,9 +414,7 @@ class EventLog:
     async def _retry(self, call: Callable[[], Any]) -> Any:
         """Run `call`, retrying named transient errors with jittered backoff, bounded."""
         opts = self.options
-        wait = wait_exponential_jitter(
-            initial=0.0 if opts.retry_fast else 0.05, max=0 if opts.retry_fast else 2.0
-        )
+        wait = wait_none() if opts.retry_fast else wait_exponential_jitter(multiplier=0.05, max=2.0)
         try:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type(TRANSIENT),

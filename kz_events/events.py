@@ -12,12 +12,13 @@ from typing import Any, ClassVar, Literal
 
 import msgspec
 
-from kz_events.errors import UnknownEventType
+from kz_events.errors import InvalidKernelId, UnknownEventType
 from kz_events.ids import KernelId
 from kz_events.subjects import event_subject, live_subject
 
 __all__ = [
     "ALL_EVENT_TYPES",
+    "EVENT_CLASSES",
     "LIVE_EVENT_TYPES",
     "Event",
     "EventMeta",
@@ -42,6 +43,7 @@ __all__ = [
     "SubmissionSubmitted",
     "TaskHeartbeat",
     "UnknownEvent",
+    "checked_event",
     "decode_event",
     "encode_event",
     "subject_of",
@@ -253,7 +255,7 @@ RunnerEvent = RunnerRegistered | RunnerDeregistered
 LiveEvent = TaskHeartbeat | RunnerHeartbeat
 Event = SubmissionEvent | KernelEvent | RunnerEvent | LiveEvent
 
-_EVENT_CLASSES: tuple[type[_Base], ...] = (
+EVENT_CLASSES: tuple[type[_Base], ...] = (
     SubmissionSubmitted,
     SubmissionClaimed,
     SubmissionResult,
@@ -271,7 +273,7 @@ _EVENT_CLASSES: tuple[type[_Base], ...] = (
     TaskHeartbeat,
     RunnerHeartbeat,
 )
-ALL_EVENT_TYPES: tuple[str, ...] = tuple(str(c.__struct_config__.tag) for c in _EVENT_CLASSES)
+ALL_EVENT_TYPES: tuple[str, ...] = tuple(str(c.__struct_config__.tag) for c in EVENT_CLASSES)
 LIVE_EVENT_TYPES = ("task_heartbeat", "runner_heartbeat")
 
 _ENCODER = msgspec.json.Encoder()
@@ -321,3 +323,22 @@ def subject_of(event: Event) -> str:
         return event_subject("kernel", kid.arch, str(kid), _subject_type(event))
     arch = event.arches[0] if event.arches else "any"
     return event_subject("runner", arch, event.runner_id, _subject_type(event))
+
+
+def checked_event(subject: str, data: bytes) -> Event | UnknownEvent:
+    """Decode an event read from `subject`, refusing one whose body does not belong there.
+
+    Permissions are granted per subject, so a writer allowed one subject could put another
+    event type's body on it; such a body comes back as `UnknownEvent` ("misfiled:<type>")
+    and no fold applies it.
+    """
+    event = decode_event(data)
+    if isinstance(event, UnknownEvent):
+        return event
+    try:
+        expected = subject_of(event)
+    except (ValueError, InvalidKernelId):
+        expected = ""
+    if expected != subject:
+        return UnknownEvent(type=f"misfiled:{event.type}", raw=data)
+    return event

@@ -6,7 +6,7 @@ It depends on the standard library only; numpy speeds up comparisons and torch e
 
 from __future__ import annotations
 
-from kz_harness.compare import TOLERANCES, Check, compare, tolerance_for
+from kz_harness.checks import TOLERANCES, Check, compare, tolerance_for
 from kz_harness.errors import HarnessError, HarnessUnavailable
 from kz_harness.gpu import bench_gpu
 from kz_harness.result import RESULT_PATH_ENV, build_result, write_result

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kz_harness.compare import Check
+from kz_harness.checks import Check
 from kz_harness.errors import HarnessError
 from kz_harness.stats import Stats
 

@@ -82,7 +82,7 @@ class _Budget:
             raise PackageError.one(
                 PACKAGE_TOO_LARGE, name, "size",
                 f"unpacked package must be at most {self.limits.max_unpacked_bytes} bytes, "
-                f"got more than {self.unpacked + size - 1}",
+                f"got at least {self.unpacked + size}",
             )
 
     def add_bytes(self, name: str, count: int) -> None:
@@ -171,15 +171,9 @@ def _open_source(source: Path | BinaryIO) -> contextlib.AbstractContextManager[B
 
 
 def _stream_members(reader: _CountingReader) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
-    try:
-        with tarfile.open(fileobj=reader, mode="r|gz") as stream:  # type: ignore[call-overload]
-            for member in stream:
-                yield stream, member
-    except (tarfile.TarError, zlib.error, EOFError, OSError) as exc:
-        raise PackageError.one(
-            INVALID_PACKAGE, ARCHIVE, "format",
-            f"package must be a valid gzip tarball, got a corrupt or truncated one ({exc})",
-        ) from None
+    with tarfile.open(fileobj=reader, mode="r|gz") as stream:  # type: ignore[call-overload]
+        for member in stream:
+            yield stream, member
 
 
 def _package_root(tmp: Path) -> Path:
@@ -202,8 +196,14 @@ def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
     reader = _CountingReader(source, limits.max_compressed_bytes, head)
     budget = _Budget(limits, reader)
     seen: set[str] = set()
-    for stream, member in _stream_members(reader):
-        _extract_member(stream, member, tmp, budget, seen)
+    try:
+        for stream, member in _stream_members(reader):
+            _extract_member(stream, member, tmp, budget, seen)
+    except (tarfile.TarError, zlib.error, EOFError, gzip.BadGzipFile) as exc:
+        raise PackageError.one(
+            INVALID_PACKAGE, ARCHIVE, "format",
+            f"package must be a valid gzip tarball, got a corrupt or truncated one ({exc})",
+        ) from None
     if not seen:
         raise PackageError.one(INVALID_PACKAGE, ARCHIVE, "", "package archive is empty")
 

@@ -76,8 +76,12 @@ class Runner:
         self.backend.check_available()
         self.options.workdir.mkdir(parents=True, exist_ok=True)
         await self.transport.register(self.info)
-        log.info("runner %s serving %s with %s", self.info.runner_id, ",".join(self.info.arches),
-                 self.backend.name)
+        log.info(
+            "runner %s serving %s with %s",
+            self.info.runner_id,
+            ",".join(self.info.arches),
+            self.backend.name,
+        )
         while not stop.is_set() and (max_tasks is None or self.tasks_done < max_tasks):
             lease = await self.transport.next_task(self.options.poll_s)
             if lease is None:
@@ -90,8 +94,9 @@ class Runner:
         task = _Task(lease)
         self.current = task
         started = time.monotonic()
-        log.info("task %s %s attempt %d: started", lease.submission_id, lease.kernel_id,
-                 lease.attempt)
+        log.info(
+            "task %s %s attempt %d: started", lease.submission_id, lease.kernel_id, lease.attempt
+        )
         beat = asyncio.create_task(self._heartbeat(task))
         watch = asyncio.create_task(self._watch_stop(task, stop)) if stop else None
         try:
@@ -131,8 +136,9 @@ class Runner:
 
     async def _execute(self, task: _Task) -> TaskOutcome:
         lease = task.lease
-        base = Path(tempfile.mkdtemp(prefix=f"task-{lease.submission_id[:8]}-",
-                                     dir=self.options.workdir))
+        base = Path(
+            tempfile.mkdtemp(prefix=f"task-{lease.submission_id[:8]}-", dir=self.options.workdir)
+        )
         try:
             workdir = base / "pkg"
             tarball = base / "package.tar.gz"

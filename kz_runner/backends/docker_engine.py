@@ -166,8 +166,17 @@ class DockerBackend:
 
     @staticmethod
     def _read_logs(container: Any, buffer: OutputBuffer, flooded: threading.Event) -> None:
-        chunks: Iterator[bytes] = container.logs(stream=True, follow=True, stdout=True, stderr=True)
-        for chunk in chunks:
-            if not buffer.add(chunk):
-                flooded.set()
-                return
+        """Stream the container's logs into the buffer; flag a flood past the limit."""
+        import docker
+        import requests
+
+        try:
+            chunks: Iterator[bytes] = container.logs(
+                stream=True, follow=True, stdout=True, stderr=True
+            )
+            for chunk in chunks:
+                if not buffer.add(chunk):
+                    flooded.set()
+                    return
+        except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+            buffer.add(f"\n[kz: log stream ended early: {exc}]\n".encode())

@@ -12,7 +12,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kz_runner.backends.base import (
@@ -122,8 +122,14 @@ def run_capped(
     timeout_s: float,
     max_output_bytes: int,
     cancelled: Cancelled | None = None,
+    pass_fds: Sequence[int] = (),
+    after_kill: Callable[[], None] | None = None,
 ) -> StepResult:
-    """Run `argv` in its own session; kill the whole group on timeout, cancel or flood."""
+    """Run `argv` in its own session; kill the whole group on timeout, cancel or flood.
+
+    `pass_fds` are inherited by the child and closed here once it started; `after_kill`
+    runs after the group is gone, to reap what lives outside it (a sandbox's namespace).
+    """
     started = time.monotonic()
     buffer = OutputBuffer(max_output_bytes)
     process = subprocess.Popen(
@@ -134,13 +140,18 @@ def run_capped(
         env=dict(env),
         cwd=cwd,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
+    for fd in pass_fds:
+        os.close(fd)
     try:
         reason = _pump(process, buffer, started + timeout_s, cancelled)
         if reason is None:
             reason = _await_exit(process, started + timeout_s, cancelled)
     finally:
         _kill_group(process)  # ends leftovers of the group even when the leader exited
+        if after_kill is not None:
+            after_kill()
         if process.stdout is not None:
             process.stdout.close()
     return StepResult(

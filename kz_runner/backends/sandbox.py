@@ -9,10 +9,14 @@ because RLIMIT_NPROC does not bind root.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -42,6 +46,7 @@ _ROOT_NAMESPACES = (
     "--unshare-cgroup-try",
 )
 _CPU_GRACE_S = 5
+_REAP_WAIT_S = 5.0
 _TOOLS = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}
 
 
@@ -156,7 +161,7 @@ class SandboxBackend:
         ]
         return caps, drop
 
-    def command(self, step: StepSpec) -> list[str]:
+    def command(self, step: StepSpec, *, info_fd: int | None = None) -> list[str]:
         """The full bwrap command line for a step (pure: no process is started)."""
         workdir = step.workdir.resolve()
         readonly = sorted({*self.readonly_paths, *(p.resolve() for p in step.readonly_paths)})
@@ -164,8 +169,10 @@ class SandboxBackend:
         binds: list[str] = []
         for path in readonly:
             binds += ["--ro-bind", str(path), str(path)]
+        info = ["--info-fd", str(info_fd)] if info_fd is not None else []
         return [
             self.bwrap,
+            *info,
             *self._namespaces(),
             *caps,
             *_system_mounts(),
@@ -192,14 +199,54 @@ class SandboxBackend:
                 os.chown(Path(directory) / name, self.uid, self.gid, follow_symlinks=False)
 
     def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
-        """Run the step inside a fresh sandbox."""
+        """Run the step inside a fresh sandbox; return only once its namespace is empty."""
         self._hand_over(step.workdir)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **step.env}
-        return run_capped(
-            self.command(step),
-            env=env,
-            cwd=step.workdir,
-            timeout_s=step.timeout_s,
-            max_output_bytes=step.limits.max_output_bytes,
-            cancelled=cancelled,
-        )
+        info_read, info_write = os.pipe()
+        try:
+            return run_capped(
+                self.command(step, info_fd=info_write),
+                env=env,
+                cwd=step.workdir,
+                timeout_s=step.timeout_s,
+                max_output_bytes=step.limits.max_output_bytes,
+                cancelled=cancelled,
+                pass_fds=(info_write,),
+                after_kill=lambda: _end_namespace(info_read),
+            )
+        finally:
+            os.close(info_read)
+
+
+def _sandbox_init_pid(info_read: int) -> int | None:
+    """The host pid of the sandbox's init, from the JSON bwrap wrote to its info fd."""
+    os.set_blocking(info_read, False)
+    try:
+        data = os.read(info_read, 4096)
+    except BlockingIOError:
+        return None
+    try:
+        pid = json.loads(data or b"{}").get("child-pid")
+    except ValueError:
+        return None
+    return pid if isinstance(pid, int) and pid > 1 else None
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X")
+
+
+def _end_namespace(info_read: int) -> None:
+    """Kill the sandbox's init (the kernel then kills its whole PID namespace) and wait."""
+    pid = _sandbox_init_pid(info_read)
+    if pid is None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + _REAP_WAIT_S
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)

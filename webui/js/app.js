@@ -1,6 +1,6 @@
 // The shell: hash router, view lifecycle, live indicator, keyboard shortcuts.
 
-import { empty, h, setTitle } from './dom.js';
+import { empty, fill, h, setTitle } from './dom.js';
 import { indexStore, live } from './live.js';
 import { formatNumber, formatTimestamp } from './lib/format.js';
 import { parseHash } from './lib/route.js';
@@ -35,7 +35,7 @@ function viewKey(r) {
 
 function notFound(main, r) {
   setTitle('not found');
-  main.replaceChildren(empty(`Nothing at #${r.params.path}.`, ''), h('p', {}, h('a', { href: '#/' }, 'Go to the boards')));
+  fill(main, empty(`Nothing at #${r.params.path}.`, ''), h('p', {}, h('a', { href: '#/' }, 'Go to the boards')));
 }
 
 function route() {

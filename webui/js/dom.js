@@ -24,6 +24,12 @@ function append(el, children) {
   }
 }
 
+/** Replace an element's children, skipping null/false (replaceChildren would print "null"). */
+export function fill(el, ...children) {
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  return el;
+}
+
 /** A loading placeholder. */
 export function loading(what = 'Loading') {
   return h('div', { class: 'state state-loading', role: 'status', 'aria-live': 'polite' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), `${what}…`);
@@ -64,7 +70,7 @@ export function replaceKeepingFocus(container, ...children) {
   const active = document.activeElement;
   const key = active && container.contains(active) ? active.dataset.focusKey : null;
   const scroll = window.scrollY;
-  container.replaceChildren(...children.flat());
+  fill(container, ...children);
   if (key) container.querySelector(`[data-focus-key="${CSS.escape(key)}"]`)?.focus({ preventScroll: true });
   if (window.scrollY !== scroll) window.scrollTo(0, scroll);
 }

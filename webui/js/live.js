@@ -54,7 +54,8 @@ class LiveFeed {
 
   setState(state) {
     if (state === this.state) return;
-    const reconnected = state === 'open' && this.state !== 'idle';
+    const reconnected = state === 'open' && this.opened === true;
+    if (state === 'open') this.opened = true;
     this.state = state;
     this.states.emit({ state, reconnected });
   }
@@ -117,9 +118,19 @@ class IndexStore {
     return this.inflight;
   }
 
-  refreshSoon(delayMs = 250) {
+  /** Refetch shortly, unless the index has by then folded event `seq` already (a replay). */
+  refreshSoon(delayMs = 250, seq = null) {
+    this.pendingSeq = seq === null || this.pendingSeq === undefined ? seq : Math.max(this.pendingSeq ?? seq, seq);
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.load(), delayMs);
+    this.timer = setTimeout(() => this.settle(), delayMs);
+  }
+
+  async settle() {
+    if (this.inflight) await this.inflight;
+    const seq = this.pendingSeq;
+    this.pendingSeq = undefined;
+    if (this.index && Number.isFinite(seq) && seq <= this.index.logSeq) return;
+    this.load();
   }
 }
 
@@ -137,7 +148,7 @@ export async function indexAt(at) {
 }
 
 live.messages.on((message) => {
-  if (changesIndex(message)) indexStore.refreshSoon();
+  if (changesIndex(message)) indexStore.refreshSoon(250, message.seq);
 });
 live.states.on(({ reconnected }) => {
   if (reconnected) indexStore.refreshSoon(0);

@@ -67,10 +67,10 @@ export function timeTicks(t0, t1, count = 5) {
   return ticks;
 }
 
-/** A UTC label with the precision a step needs: "14:30", "Mar 04", "2025-03". */
+/** A UTC label with the precision a step needs: "14:30" (midnight shows the date), "Mar 04", "2025-03". */
 export function timeLabel(t, step) {
   const iso = new Date(t).toISOString();
-  if (step < DAY) return iso.slice(11, 16);
+  if (step < DAY && t % DAY !== 0) return iso.slice(11, 16);
   if (step < 30 * DAY) return `${MONTHS[Number(iso.slice(5, 7)) - 1]} ${iso.slice(8, 10)}`;
   return iso.slice(0, 7);
 }

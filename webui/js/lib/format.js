@@ -59,14 +59,17 @@ function median(values) {
 }
 
 /**
- * Choose one display unit for a set of values given in `unit`, so the median value reads
- * between 1 and 1000. Returns {unit, multiplier}: display = value * multiplier.
+ * Choose one display unit for a set of values given in `unit`. The declared unit is kept
+ * while the median reads between 1 and 10,000; otherwise the unit that puts it between 1
+ * and 1000 is picked. Returns {unit, multiplier}: display = value * multiplier.
  */
 export function chooseScale(values, unit) {
   const parsed = parseUnit(unit);
   const options = candidates(parsed);
   const mid = median(values);
-  if (options.length === 0 || mid === null || mid === 0) return { unit: parsed.raw, multiplier: 1 };
+  const keep = { unit: parsed.raw, multiplier: 1 };
+  if (options.length === 0 || mid === null || mid === 0) return keep;
+  if (Math.abs(mid) >= 1 && Math.abs(mid) < 10000) return keep;
   const base = Math.abs(mid) * parsed.factor;
   let pick = options[0];
   for (const option of options) if (base / option.factor >= 1) pick = option;

@@ -3,8 +3,6 @@
 import { findReference, rankEntries, speedup } from './rank.js';
 import { parseTime } from './format.js';
 
-const PARTS = ['arch', 'op_class', 'sub_class', 'quant', 'name'];
-
 function num(x) {
   return typeof x === 'number' && Number.isFinite(x) ? x : null;
 }
@@ -37,12 +35,17 @@ export function normaliseScore(raw) {
   let p90 = num(raw.p90) ?? num(spread.p90);
   if (p10 === null || p90 === null) ({ p10, p90 } = spreadFromWorkloads(raw.workloads, value));
   return {
-    ...raw,
     value,
     p10,
     p90,
     submitter: raw.submitter ?? raw.submitter_id ?? null,
     at: raw.at ?? null,
+    submission_id: raw.submission_id ?? null,
+    commit: raw.commit ?? null,
+    runner_id: raw.runner_id ?? null,
+    workloads: raw.workloads ?? null,
+    correctness: raw.correctness ?? null,
+    environment: raw.environment ?? null,
   };
 }
 
@@ -54,31 +57,45 @@ function disqualification(raw) {
 
 /** One index.json kernel entry into the flat shape the views use. */
 export function normaliseKernel(raw) {
-  const id = raw.id ?? raw.kernel_id;
-  const split = String(id).split('/');
-  const parts = Object.fromEntries(PARTS.map((p, i) => [p, raw[p] ?? split[i]]));
-  const metric = { name: 'value', unit: '', better: 'lower', ...(raw.metric ?? {}) };
+  const id = String(raw.id ?? raw.kernel_id);
+  const split = id.split('/');
+  const arch = raw.arch ?? split[0];
+  const op_class = raw.op_class ?? split[1];
+  const sub_class = raw.sub_class ?? split[2];
+  const quant = raw.quant ?? split[3];
+  const metric = raw.metric ?? {};
   const best = normaliseScore(raw.best);
   const current = normaliseScore(raw.current);
+  const dq = disqualification(raw);
   return {
-    ...parts,
     id,
-    group: `${parts.arch}/${parts.op_class}/${parts.sub_class}/${parts.quant}`,
+    arch,
+    op_class,
+    sub_class,
+    quant,
+    name: raw.name ?? split[4],
+    group: `${arch}/${op_class}/${sub_class}/${quant}`,
     title: raw.title ?? '',
     language: raw.language ?? '',
     tags: raw.tags ?? [],
     reference: raw.reference === true || raw.is_reference === true,
-    metric,
+    metric: { name: metric.name ?? 'value', unit: metric.unit ?? '', better: metric.better === 'higher' ? 'higher' : 'lower' },
     best,
     current,
-    value: best?.value ?? null,
-    p10: best?.p10 ?? null,
-    p90: best?.p90 ?? null,
+    value: best ? best.value : null,
+    p10: best ? best.p10 : null,
+    p90: best ? best.p90 : null,
     submitter: best?.submitter ?? current?.submitter ?? raw.submitter ?? null,
     acceptedCount: raw.accepted_count ?? 0,
     lastActivityAt: raw.last_activity_at ?? current?.at ?? best?.at ?? null,
-    history: (raw.history ?? []).map((h) => (typeof h === 'number' ? { value: h } : h)),
-    ...disqualification(raw),
+    history: raw.history ?? [],
+    disqualified: dq.disqualified,
+    dqReason: dq.dqReason,
+    speedup: null,
+    isReference: false,
+    rank: null,
+    tie: false,
+    tieWith: null,
   };
 }
 
@@ -111,11 +128,10 @@ function buildBoard(key, kernels, hint) {
   const metric = live.metric;
   const ref = findReference(kernels, hint?.reference);
   const refValue = ref?.value ?? null;
-  const withSpeedup = kernels.map((k) => ({
-    ...k,
-    speedup: k.disqualified ? null : speedup(k.value, refValue, metric.better),
-    isReference: ref !== null && k.id === ref.id,
-  }));
+  for (const k of kernels) {
+    k.speedup = k.disqualified ? null : speedup(k.value, refValue, metric.better);
+    k.isReference = ref !== null && k.id === ref.id;
+  }
   return {
     key,
     arch,
@@ -124,7 +140,7 @@ function buildBoard(key, kernels, hint) {
     quant,
     metric,
     referenceId: ref?.id ?? null,
-    entries: rankEntries(withSpeedup, metric.better),
+    entries: rankEntries(kernels, metric.better),
   };
 }
 

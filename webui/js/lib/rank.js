@@ -41,14 +41,19 @@ function entryOrder(better) {
 }
 
 /**
- * Rank entries ({id, value, p10, p90, disqualified}) in the metric's direction.
+ * Rank entries ({id, value, p10, p90, disqualified}) in the metric's direction; sets
+ * rank, tie and tieWith on the entries themselves and returns them in rank order.
  * Disqualified entries and entries without a value come last with rank null.
  * Equal values share a rank (1, 2, 2, 4). An entry is tied when its spread overlaps the
  * spread of the entry ranked directly above or below it; `tieWith` names those neighbours.
  */
 export function rankEntries(entries, better = 'lower') {
-  const sorted = [...entries].sort(entryOrder(better));
-  const ranked = sorted.map((e) => ({ ...e, rank: null, tie: false, tieWith: [] }));
+  const ranked = [...entries].sort(entryOrder(better));
+  for (const e of ranked) {
+    e.rank = null;
+    e.tie = false;
+    e.tieWith = [];
+  }
   let previous = null;
   ranked.forEach((entry, i) => {
     if (entry.disqualified || !Number.isFinite(entry.value)) return;

@@ -2,7 +2,7 @@
 // their devices and heartbeat age, and the latest submissions.
 
 import { api, listOf } from '../api.js';
-import { badge, empty, failure, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
+import { badge, empty, failure, fill, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
 import { indexStore, live } from '../live.js';
 import { describeEvent } from '../lib/events.js';
 import { formatDuration, formatRelative, formatTimestamp, parseTime, shortId } from '../lib/format.js';
@@ -79,7 +79,7 @@ function submissionsTable(subs, now) {
       'table',
       { class: 'dense' },
       h('thead', {}, h('tr', {}, ['when', 'submission', 'kernel', 'submitter', 'status', 'reason'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, subs.map((s) => h('tr', {}, h('td', { class: 'muted nowrap' }, time(s.updated_at ?? s.created_at, formatRelative(s.updated_at ?? s.created_at, now))), h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))), h('td', { class: 'mono' }, s.kernel_id ? h('a', { href: links.kernel(s.kernel_id) }, s.kernel_id) : '—'), h('td', {}, s.submitter_id ?? '—'), h('td', {}, statusBadge(s.status)), h('td', { class: 'reason' }, s.result?.reason ?? s.error?.message ?? '')))),
+      h('tbody', {}, subs.map((s) => h('tr', {}, h('td', { class: 'muted nowrap' }, time(s.updated_at ?? s.created_at, formatRelative(s.updated_at ?? s.created_at, now))), h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))), h('td', { class: 'mono' }, s.kernel_id ? h('a', { href: links.kernel(s.kernel_id) }, s.kernel_id) : '—'), h('td', { class: 'nowrap' }, s.submitter_id ?? '—'), h('td', {}, statusBadge(s.status)), h('td', { class: 'reason' }, s.result?.reason ?? s.error?.message ?? '')))),
     ),
   );
 }
@@ -104,13 +104,13 @@ export function createActivityView() {
 
   function renderRunners() {
     const list = runners ?? indexStore.index?.runners ?? null;
-    slots.runners.replaceChildren(list ? runnersTable(list, Date.now()) : loading('Loading runners'));
+    fill(slots.runners, list ? runnersTable(list, Date.now()) : loading('Loading runners'));
   }
 
   function renderSide() {
     const now = Date.now();
     const index = indexStore.index;
-    slots.queue.replaceChildren(index ? queueCards(index.queue) : indexStore.error ? failure(indexStore.error, () => indexStore.load()) : loading('Loading the queue'));
+    fill(slots.queue, index ? queueCards(index.queue) : indexStore.error ? failure(indexStore.error, () => indexStore.load()) : loading('Loading the queue'));
     renderRunners();
     replaceKeepingFocus(slots.subs, subs instanceof Error ? failure(subs, () => loadSubs()) : subs ? submissionsTable(subs, now) : loading('Loading submissions'));
   }
@@ -141,7 +141,7 @@ export function createActivityView() {
       controller = new AbortController();
       setTitle('activity');
       slots = { feedState: h('span'), feed: h('div'), queue: h('div'), runners: h('div'), subs: h('div') };
-      root.replaceChildren(
+      fill(root, 
         h('div', { class: 'page-head' }, h('h1', {}, 'Live activity')),
         h('div', { class: 'two activity' }, h('section', { class: 'card feed-card' }, h('h2', {}, 'Events ', slots.feedState), slots.feed), h('div', {}, h('section', { class: 'card' }, h('h2', {}, 'Queue per architecture'), slots.queue), h('section', { class: 'card' }, h('h2', {}, 'Runners'), slots.runners))),
         h('section', { class: 'card' }, h('h2', {}, 'Latest submissions'), slots.subs),

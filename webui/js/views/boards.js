@@ -1,7 +1,7 @@
 // Leaderboards: the overview of every board (#/) and one full board (#/board/a/o/s/q),
 // with filters, search, sortable columns, paging, live updates and time travel.
 
-import { empty, failure, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
+import { empty, failure, fill, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
 import { indexAt, indexStore } from '../live.js';
 import { describeMetric, formatNumber, formatTimestamp } from '../lib/format.js';
 import { facets, filterBoards, pageOf, sortEntries } from '../lib/model.js';
@@ -91,13 +91,13 @@ export function createBoardsView(ctx) {
             select('quant', 'quant', fc.quant, f.quant, (v) => set({ quant: v, page: '' })),
           ]
         : [];
-    toolbarSlot.replaceChildren(h('div', { class: 'toolbar', role: 'search' }, fields, h('label', { class: 'field grow', for: 'search' }, h('span', {}, 'search'), search)));
+    fill(toolbarSlot, h('div', { class: 'toolbar', role: 'search' }, fields, h('label', { class: 'field grow', for: 'search' }, h('span', {}, 'search'), search)));
   }
 
   function renderTravel() {
     const at = route.query.at ? Number(route.query.at) : null;
     const max = liveIndex?.logSeq ?? index?.logSeq ?? 0;
-    if (max < 1 && at === null) return travelSlot.replaceChildren();
+    if (max < 1 && at === null) return fill(travelSlot, );
     const input = h('input', { type: 'range', id: 'at-range', min: 1, max: Math.max(max, at ?? 1), value: at ?? max, 'aria-label': 'log position', oninput: (ev) => (num.value = ev.target.value) });
     const num = h('input', { type: 'number', id: 'at-seq', min: 1, max: Math.max(max, at ?? 1), value: at ?? max, 'aria-label': 'log sequence number' });
     const go = () => set({ at: Number(num.value) >= max ? '' : num.value, page: '' });
@@ -107,8 +107,8 @@ export function createBoardsView(ctx) {
       at !== null
         ? h('div', { class: 'travel-banner', role: 'status' }, `Showing the board as it stood after event #${at}${index?.generatedAt ? ` (${formatTimestamp(index.generatedAt)})` : ''}. Live updates are paused.`, h('button', { type: 'button', class: 'btn', onclick: () => set({ at: '' }) }, 'Back to live'))
         : null;
-    travelSlot.replaceChildren(
-      h('details', { class: 'travel', open: at !== null }, h('summary', {}, at !== null ? `⏱ time travel: #${at}` : '⏱ time travel'), h('div', { class: 'travel-row' }, h('span', { class: 'muted' }, '#1'), input, h('span', { class: 'muted' }, `#${max}`), num, h('button', { type: 'button', class: 'btn', onclick: go }, 'Show'))),
+    fill(travelSlot, 
+      h('details', { class: 'travel', open: at !== null }, h('summary', {}, at !== null ? `time travel: event #${at}` : 'time travel'), h('div', { class: 'travel-row' }, h('span', { class: 'muted' }, '#1'), input, h('span', { class: 'muted' }, `#${max}`), num, h('button', { type: 'button', class: 'btn', onclick: go }, 'Show'))),
       banner,
     );
   }
@@ -169,25 +169,26 @@ export function createBoardsView(ctx) {
     } else content = filtered.length ? renderOverview(filtered) : empty('No board matches these filters.', 'Clear the search or pick “all” in a filter.');
     replaceKeepingFocus(body, content);
     body.setAttribute('aria-busy', 'false');
+    if (!performance.getEntriesByName('kz:boards-rendered').length) performance.mark('kz:boards-rendered');
   }
 
   async function loadIndex() {
     const at = route.query.at ? Number(route.query.at) : null;
     if (at !== null) {
-      body.replaceChildren(loading(`Loading the index at #${at}`));
+      fill(body, loading(`Loading the index at #${at}`));
       try {
         index = await indexAt(at);
       } catch (error) {
-        body.replaceChildren(failure(error, () => loadIndex()));
+        fill(body, failure(error, () => loadIndex()));
         return;
       }
     } else {
       index = liveIndex = indexStore.index;
       if (!index) {
-        body.replaceChildren(loading('Loading boards'));
+        fill(body, loading('Loading boards'));
         await indexStore.load();
         if (!indexStore.index) {
-          body.replaceChildren(failure(indexStore.error, () => loadIndex()));
+          fill(body, failure(indexStore.error, () => loadIndex()));
           return;
         }
         index = liveIndex = indexStore.index;
@@ -222,7 +223,7 @@ export function createBoardsView(ctx) {
       travelSlot = h('div', { class: 'travel-slot' });
       body = h('div', { class: 'boards', 'aria-busy': 'true', 'aria-live': 'off' });
       const crumbs = route.view === 'board' ? h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.boards(route.query.at ? { at: route.query.at } : {}) }, 'boards'), ' / ', route.params.group) : null;
-      root.replaceChildren(h('div', { class: 'page-head' }, h('h1', {}, route.view === 'board' ? 'Leaderboard' : 'Leaderboards'), crumbs), toolbarSlot, travelSlot, body);
+      fill(root, h('div', { class: 'page-head' }, h('h1', {}, route.view === 'board' ? 'Leaderboard' : 'Leaderboards'), crumbs), toolbarSlot, travelSlot, body);
       unsubscribe = indexStore.updates.on(onIndexUpdate);
       title();
       loadIndex();

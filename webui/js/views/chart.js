@@ -1,6 +1,6 @@
 // The SVG history chart: every accepted value over time and the best-so-far frontier.
 
-import { h } from '../dom.js';
+import { fill, h } from '../dom.js';
 import { formatNumber, formatTimestamp, shortId } from '../lib/format.js';
 import { chartModel } from '../lib/chart.js';
 
@@ -36,7 +36,7 @@ export function historyChart(history, { metric, scale, onPick }) {
   let lastWidth = 0;
 
   function show(p, circle) {
-    tip.replaceChildren(...tooltipText(p, scale.unit).map((line, i) => h('div', { class: i === 0 ? 'strong' : '' }, line)));
+    fill(tip, ...tooltipText(p, scale.unit).map((line, i) => h('div', { class: i === 0 ? 'strong' : '' }, line)));
     tip.hidden = false;
     const box = wrap.getBoundingClientRect();
     const dot = circle.getBoundingClientRect();
@@ -76,7 +76,7 @@ export function historyChart(history, { metric, scale, onPick }) {
       h('path', { d: m.frontier, class: 'frontier' }),
       dots,
     );
-    wrap.replaceChildren(svg, tip);
+    fill(wrap, svg, tip);
   }
 
   const legend = h('div', { class: 'legend muted' }, h('span', { class: 'key key-pt' }), 'accepted result ', h('span', { class: 'key key-record' }), 'new best ', h('span', { class: 'key key-frontier' }), 'best so far');

@@ -2,7 +2,7 @@
 // environment, attempts and the package's files.
 
 import { api, listOf } from '../api.js';
-import { badge, empty, failure, h, loading, setTitle, time } from '../dom.js';
+import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { indexStore } from '../live.js';
 import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatSpeedup, formatSpread, formatTimestamp, shortId } from '../lib/format.js';
 import { locateKernel, normaliseScore } from '../lib/model.js';
@@ -90,7 +90,7 @@ function attemptsTable(subs, scale, now) {
             {},
             h('td', { class: 'muted nowrap' }, time(s.updated_at ?? s.created_at, formatRelative(s.updated_at ?? s.created_at, now))),
             h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))),
-            h('td', {}, s.submitter_id ?? '—'),
+            h('td', { class: 'nowrap' }, s.submitter_id ?? '—'),
             h('td', {}, statusBadge(s.status)),
             h('td', { class: 'num' }, formatScaled(s.result?.value ?? s.result?.metric?.value, scale)),
             h('td', { class: 'reason' }, s.result?.reason ?? s.error?.message ?? '—'),
@@ -170,7 +170,7 @@ export function createKernelView() {
     const { signal } = controller;
     const id = route.params.id;
     setTitle(id);
-    root.replaceChildren(loading(`Loading ${id}`));
+    fill(root, loading(`Loading ${id}`));
     let detail, history, subs;
     try {
       [detail, history, subs] = await Promise.all([
@@ -181,7 +181,7 @@ export function createKernelView() {
       ]);
     } catch (error) {
       if (error.name === 'AbortError') return;
-      root.replaceChildren(error.code === 'unknown_kernel' ? empty(`No kernel ${id}.`, 'Check the id, or open the boards to find it.') : failure(error, () => load(route)));
+      fill(root, error.code === 'unknown_kernel' ? empty(`No kernel ${id}.`, 'Check the id, or open the boards to find it.') : failure(error, () => load(route)));
       return;
     }
     render(id, detail, history, subs, signal);
@@ -197,7 +197,7 @@ export function createKernelView() {
     const scale = chooseScale([best?.value, current?.value, ...points.map((p) => p.value)].filter(Number.isFinite), metric.unit);
     const located = indexStore.index ? locateKernel(indexStore.index, id) : null;
     const now = Date.now();
-    root.replaceChildren(
+    fill(root, 
       header(id, desc, located),
       stats(metric, best, current, scoreboard, located, scale, now),
       desc.description ? h('section', { class: 'card prose' }, h('h2', {}, 'Description'), h('p', { class: 'description' }, desc.description)) : null,

@@ -2,7 +2,7 @@
 // running submission through the status long-poll.
 
 import { api, listOf } from '../api.js';
-import { badge, empty, failure, h, loading, setTitle, time } from '../dom.js';
+import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { TERMINAL, timeline } from '../lib/events.js';
 import { chooseScale, formatRelative, formatScaled, formatTimestamp, shortId } from '../lib/format.js';
 import { links } from '../lib/route.js';
@@ -82,7 +82,7 @@ export function createSubmissionView() {
     const following = !TERMINAL.has(d.status);
     setTitle(`submission ${shortId(id)}`, d.status);
     const scroll = window.scrollY;
-    root.replaceChildren(
+    fill(root, 
       h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
       h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(listOf(d, 'events')))),
       h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d.result_document ?? d.result)),
@@ -117,13 +117,13 @@ export function createSubmissionView() {
     const { signal } = controller;
     id = route.params.id;
     setTitle(`submission ${shortId(id)}`);
-    root.replaceChildren(loading('Loading the submission'));
+    fill(root, loading('Loading the submission'));
     let d;
     try {
       d = await fetchAndRender(signal);
     } catch (error) {
       if (error.name === 'AbortError') return;
-      root.replaceChildren(error.code === 'unknown_submission' ? empty(`No submission ${id}.`) : failure(error, () => load(route)));
+      fill(root, error.code === 'unknown_submission' ? empty(`No submission ${id}.`) : failure(error, () => load(route)));
       return;
     }
     follow(d, signal);

@@ -1,0 +1,39 @@
+"""The resources one running app shares across requests, handed to handlers by injection."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from litestar.di import NamedDependency
+
+from kz_api.index_cache import IndexCache
+from kz_api.kernels_query import KernelsCache
+from kz_api.leases import LeaseSigner
+from kz_api.metrics import Metrics
+from kz_api.readmodel import ReadModels
+from kz_events.config import Settings
+from kz_events.eventlog import EventLog
+from kz_projector.packages import PackageSource
+
+__all__ = ["ApiContext", "Ctx"]
+
+
+@dataclass
+class ApiContext:
+    """Settings, the event log, the in-memory read models, the lease signer and the metrics."""
+
+    settings: Settings
+    log: EventLog
+    models: ReadModels
+    signer: LeaseSigner
+    packages: PackageSource
+    metrics: Metrics = field(default_factory=Metrics)
+    task_consumers: set[str] = field(default_factory=set)
+    index_cache: IndexCache = field(default_factory=IndexCache)
+    kernels_cache: KernelsCache = field(default_factory=KernelsCache)
+    idempotency_locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+
+
+Ctx = NamedDependency[ApiContext]
+"""A handler parameter `ctx: Ctx` receives the app's context."""

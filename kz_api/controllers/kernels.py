@@ -1,0 +1,249 @@
+"""Kernels: list with filters, detail from the kernel repo, bench history, optimisation lease."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import anyio.to_thread
+from litestar import Controller, Response, delete, get, post
+from litestar.di import Provide
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+
+from kz_api.auth import SubmitterDep, identify_submitter
+from kz_api.context import Ctx
+from kz_api.errors import ApiError
+from kz_api.kernelrepo import KernelSnapshot, kernel_snapshot
+from kz_api.kernels_query import KernelQuery, query_kernels
+from kz_api.models import (
+    BenchHistory,
+    ClaimBody,
+    CommitRow,
+    FileEntry,
+    KernelDetail,
+    KernelList,
+    LeaseDoc,
+)
+from kz_api.openapi import errors
+from kz_api.service import append_seen, new_meta
+from kz_api.views import history_row, lease_doc
+from kz_events.errors import InvalidInput
+from kz_events.ids import KernelId
+from kz_events.lifecycle import ClaimKernel, KernelLease, ReleaseKernel, decide_lease, fold_lease
+from kz_events.subjects import aggregate_filter
+from kz_package import PACKAGE_DIR, load_yaml
+
+__all__ = ["KernelsController"]
+
+KERNEL = "/{arch:str}/{op_class:str}/{sub_class:str}/{quant:str}/{name:str}"
+
+
+def _kernel_id(arch: str, op_class: str, sub_class: str, quant: str, name: str) -> KernelId:
+    return KernelId(arch, op_class, sub_class, quant, name)
+
+
+def _summary(ctx: Ctx, kernel_id: KernelId) -> dict[str, Any] | None:
+    wanted = str(kernel_id)
+    entries = ctx.index_cache.get(ctx.models).kernels
+    return next((e for e in entries if e.get("id") == wanted), None)
+
+
+def _yaml(files: dict[str, bytes], name: str) -> dict[str, Any] | None:
+    data = files.get(f"{PACKAGE_DIR}/{name}")
+    if data is None:
+        return None
+    try:
+        value = load_yaml(data, path=f"{PACKAGE_DIR}/{name}")
+    except InvalidInput:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _detail(
+    ctx: Ctx,
+    kernel_id: KernelId,
+    snap: KernelSnapshot | None,
+    summary: dict[str, Any] | None,
+) -> KernelDetail:
+    files = snap.files if snap else {}
+    lease = ctx.models.leases.get(str(kernel_id))
+    return KernelDetail(
+        kernel_id=str(kernel_id),
+        arch=kernel_id.arch,
+        op_class=kernel_id.op_class,
+        sub_class=kernel_id.sub_class,
+        quant=kernel_id.quant,
+        name=kernel_id.name,
+        source="repo" if snap else "read_model",
+        head_commit=snap.head if snap else None,
+        desc=_yaml(files, "desc.yaml"),
+        scoreboard=_yaml(files, "bench_result.yaml"),
+        files=[FileEntry(path=p, size=len(b)) for p, b in sorted(files.items())],
+        commits=[
+            CommitRow(id=c.id, message=c.message, author=c.author, at=c.at)
+            for c in (snap.commits if snap else [])
+        ],
+        summary=summary,
+        lease=lease_doc(lease) if lease and lease.holder else None,
+    )
+
+
+def _known(ctx: Ctx, kernel_id: KernelId) -> bool:
+    kid = str(kernel_id)
+    return (
+        ctx.models.kernel_known(kid)
+        or kid in ctx.models.history
+        or (_summary(ctx, kernel_id) is not None)
+    )
+
+
+def _unknown(kernel_id: KernelId) -> ApiError:
+    return ApiError(404, "unknown_kernel", f"no kernel {kernel_id}")
+
+
+async def _lease_command(ctx: Ctx, kernel_id: KernelId, build: Any) -> LeaseDoc:
+    subject = aggregate_filter("kernel", kernel_id.arch, str(kernel_id))
+    stored = await ctx.log.load(subject)
+    lease = fold_lease(stored)
+    events = decide_lease(lease, build())
+    await append_seen(ctx, events, expect=stored[-1][0] if stored else 0, expect_on=subject)
+    current = ctx.models.leases.get(str(kernel_id), KernelLease(kernel_id=str(kernel_id)))
+    return lease_doc(current)
+
+
+class KernelsController(Controller):
+    path = "/api/kernels"
+    tags = ["kernels"]
+    dependencies = {"submitter": Provide(identify_submitter)}
+
+    @get("/", responses=errors(), summary="List kernels")
+    async def list_kernels(
+        self,
+        ctx: Ctx,
+        arch: FromQuery[str | None] = None,
+        op_class: FromQuery[str | None] = None,
+        sub_class: FromQuery[str | None] = None,
+        quant: FromQuery[str | None] = None,
+        q: Annotated[str | None, QueryParameter(max_length=200)] = None,
+        sort: Annotated[
+            str,
+            QueryParameter(
+                description="id, title, accepted_count, "
+                "last_activity_at or best; prefix - to reverse"
+            ),
+        ] = "id",
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
+        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+    ) -> Response[KernelList]:
+        query = KernelQuery(arch, op_class, sub_class, quant, q, sort, limit, offset)
+        index = ctx.index_cache.get(ctx.models)
+        data = ctx.kernels_cache.get(index.seq, query)
+        if data is None:
+            data = ctx.kernels_cache.put(query, query_kernels(index.kernels, query, index.seq))
+        return Response(data, media_type="application/json")
+
+    @get(KERNEL, responses=errors(404), summary="Kernel detail")
+    async def detail(
+        self,
+        ctx: Ctx,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        name: FromPath[str],
+    ) -> KernelDetail:
+        kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
+        snap = await anyio.to_thread.run_sync(
+            kernel_snapshot, ctx.settings.kernel_repo_path, kernel_id.repo_path
+        )
+        summary = _summary(ctx, kernel_id)
+        if snap is None and not _known(ctx, kernel_id):
+            raise _unknown(kernel_id)
+        return _detail(ctx, kernel_id, snap, summary)
+
+    @get(KERNEL + "/bench-history", responses=errors(404), summary="Accepted history")
+    async def bench_history(
+        self,
+        ctx: Ctx,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        name: FromPath[str],
+    ) -> BenchHistory:
+        kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
+        history = ctx.models.history.get(str(kernel_id))
+        if history is None and not _known(ctx, kernel_id):
+            raise _unknown(kernel_id)
+        entries = [e for e in (history.entries if history else []) if e.disqualified is None]
+        metric = history.metric if history else None
+        scored = [e for e in entries if e.value is not None]
+        higher = bool(metric and metric.get("better") == "higher")
+        best = max(scored, key=lambda e: e.value if higher else -(e.value or 0.0), default=None)
+        committed = [e for e in entries if e.commit] or entries
+        return BenchHistory(
+            kernel_id=str(kernel_id),
+            metric=metric,
+            best=history_row(best) if best else None,
+            current=history_row(committed[-1]) if committed else None,
+            history=[history_row(e) for e in (history.entries if history else [])],
+        )
+
+    @post(
+        KERNEL + "/claim",
+        status_code=200,
+        responses=errors(401, 404, 409),
+        summary="Take or renew the optimisation lease",
+    )
+    async def claim(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        name: FromPath[str],
+        data: JSONBody[ClaimBody | None] = None,
+    ) -> LeaseDoc:
+        kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
+        if not _known(ctx, kernel_id):
+            raise _unknown(kernel_id)
+        ttl = data.ttl_s if data else ClaimBody().ttl_s
+        return await _lease_command(
+            ctx,
+            kernel_id,
+            lambda: ClaimKernel(
+                meta=new_meta(submitter.id),
+                kernel_id=str(kernel_id),
+                holder=submitter.id,
+                lease_id=new_meta(submitter.id).event_id,
+                ttl_s=ttl,
+            ),
+        )
+
+    @delete(
+        KERNEL + "/claim",
+        status_code=200,
+        responses=errors(401, 404, 409),
+        summary="Release the optimisation lease",
+    )
+    async def release(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        name: FromPath[str],
+    ) -> LeaseDoc:
+        kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
+        if not _known(ctx, kernel_id):
+            raise _unknown(kernel_id)
+        return await _lease_command(
+            ctx,
+            kernel_id,
+            lambda: ReleaseKernel(
+                meta=new_meta(submitter.id), kernel_id=str(kernel_id), holder=submitter.id
+            ),
+        )

@@ -1,0 +1,165 @@
+"""Runner endpoints for runners that speak HTTP: register, claim, heartbeat, result, downloads."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Response, get, post
+from litestar.di import Provide
+from litestar.openapi import ResponseSpec
+from litestar.params import FromPath, HeaderParameter, JSONBody
+
+from kz_api.auth import RunnerDep, identify_runner
+from kz_api.context import Ctx
+from kz_api.errors import ApiError
+from kz_api.leases import LeaseClaim
+from kz_api.models import (
+    ClaimTaskBody,
+    HeartbeatAnswer,
+    HeartbeatBody,
+    RegisterAnswer,
+    RegisterBody,
+    ResultAnswer,
+    ResultBody,
+    RunnerList,
+    TaskOffer,
+)
+from kz_api.openapi import errors
+from kz_api.runner_tasks import claim_task, heartbeat, report_result, verify_lease
+from kz_api.service import append_seen, new_meta
+from kz_api.views import runner_doc
+from kz_events.errors import ObjectNotFound
+from kz_events.events import RunnerRegistered
+from kz_events.subjects import PACKAGES_BUCKET, judge_key
+
+__all__ = ["RunnerController", "RunnersController"]
+
+NO_TASK = ResponseSpec(data_container=None, description="No task within wait_s")
+LeaseHeader = Annotated[
+    str, HeaderParameter(name="X-Lease-Token", description="the task's lease token")
+]
+
+
+async def _object(ctx: Ctx, key: str, what: str) -> Response[bytes]:
+    try:
+        data = await ctx.log.get_object_bytes(PACKAGES_BUCKET, key)
+    except ObjectNotFound as exc:
+        raise ApiError(404, "object_not_found", f"the {what} is not in the object store") from exc
+    return Response(data, media_type="application/gzip")
+
+
+class RunnerController(Controller):
+    path = "/api/runner"
+    tags = ["runner"]
+    dependencies = {"runner": Provide(identify_runner)}
+
+    @post("/register", status_code=200, responses=errors(401, 403), summary="Announce a runner")
+    async def register(
+        self, ctx: Ctx, runner: RunnerDep, data: JSONBody[RegisterBody]
+    ) -> RegisterAnswer:
+        for arch in data.arches:
+            runner.require(arch)
+        event = RunnerRegistered(
+            **_meta(data.runner_id),
+            runner_id=data.runner_id,
+            arches=list(data.arches),
+            device=data.device,
+            backend=data.backend,
+            labels=dict(data.labels),
+        )
+        await append_seen(ctx, [event], expect=None, expect_on=None)
+        settings = ctx.settings
+        return RegisterAnswer(
+            runner_id=data.runner_id,
+            heartbeat_s=settings.heartbeat_s,
+            lease_s=settings.lease_s,
+            task_timeout_s=settings.task_timeout_s,
+            step_timeout_s=settings.step_timeout_s,
+        )
+
+    @post(
+        "/claim",
+        status_code=200,
+        responses={**errors(401, 403, 404), 204: NO_TASK},
+        summary="Long-poll for a task of the runner's architectures",
+    )
+    async def claim(
+        self, ctx: Ctx, runner: RunnerDep, data: JSONBody[ClaimTaskBody]
+    ) -> Response[TaskOffer | None]:
+        offer = await claim_task(ctx, runner, data.runner_id, data.wait_s)
+        if offer is None:
+            return Response(None, status_code=204)
+        return Response(offer)
+
+    @post(
+        "/heartbeat",
+        status_code=200,
+        responses=errors(401, 403, 409),
+        summary="Keep a lease alive; says whether the task was cancelled",
+    )
+    async def heartbeat(
+        self, ctx: Ctx, runner: RunnerDep, data: JSONBody[HeartbeatBody]
+    ) -> HeartbeatAnswer:
+        return HeartbeatAnswer(cancelled=await heartbeat(ctx, runner, data.lease_token, data.phase))
+
+    @get(
+        "/tasks/{submission_id:str}/package",
+        media_type="application/gzip",
+        responses=errors(401, 403, 404, 409),
+        summary="Download the task's package",
+    )
+    async def package(
+        self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], lease_token: LeaseHeader
+    ) -> Response[bytes]:
+        claim = _task_claim(ctx, runner, submission_id, lease_token)
+        view = ctx.models.submissions[claim.submission_id]
+        return await _object(ctx, view.submitted.package_digest, "package")
+
+    @get(
+        "/tasks/{submission_id:str}/judge",
+        media_type="application/gzip",
+        responses=errors(401, 403, 404, 409),
+        summary="Download main's trusted judge bundle",
+    )
+    async def judge(
+        self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], lease_token: LeaseHeader
+    ) -> Response[bytes]:
+        claim = _task_claim(ctx, runner, submission_id, lease_token)
+        return await _object(ctx, judge_key(claim.kernel_id), "judge bundle")
+
+
+def _task_claim(
+    ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], token: str
+) -> LeaseClaim:
+    claim = verify_lease(ctx, runner, token)
+    if claim.submission_id != submission_id:
+        raise ApiError(409, "stale_lease", "the lease token is for another submission")
+    return claim
+
+
+def _meta(actor: str) -> dict[str, object]:
+    meta = new_meta(actor)
+    return {"event_id": meta.event_id, "occurred_at": meta.occurred_at, "actor": meta.actor}
+
+
+class RunnersController(Controller):
+    path = "/api"
+    tags = ["runner"]
+
+    @post(
+        "/submissions/{submission_id:str}/result",
+        status_code=200,
+        dependencies={"runner": Provide(identify_runner)},
+        responses=errors(401, 403, 404, 409),
+        summary="Report a result for the lease held",
+    )
+    async def result(
+        self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], data: JSONBody[ResultBody]
+    ) -> ResultAnswer:
+        status, version = await report_result(ctx, runner, submission_id, data)
+        return ResultAnswer(status=status, version=version)
+
+    @get("/runners", responses=errors(), summary="Registered runners and their heartbeats")
+    async def runners(self, ctx: Ctx) -> RunnerList:
+        views = sorted(ctx.models.runners.values(), key=lambda v: v.runner_id)
+        return RunnerList(items=[runner_doc(v) for v in views])

@@ -1,0 +1,183 @@
+"""Submissions: upload, status long-poll, list, detail, logs, cancel, disqualify."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+from litestar import Controller, Request, Response, get, post
+from litestar.di import Provide
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
+
+from kz_api.auth import SubmitterDep, identify_submitter
+from kz_api.context import Ctx
+from kz_api.errors import ApiError
+from kz_api.models import (
+    CancelBody,
+    DisqualifyBody,
+    StatusDoc,
+    SubmissionDetail,
+    SubmissionList,
+    SubmitAnswer,
+)
+from kz_api.openapi import errors, multipart_operation
+from kz_api.service import append_seen, load_submission, new_meta, submission_view
+from kz_api.submit import accept_submission
+from kz_api.upload import receive_upload
+from kz_api.views import detail_doc, status_doc
+from kz_events.errors import ObjectNotFound
+from kz_events.lifecycle import Cancel, Disqualify, decide
+from kz_events.subjects import LOGS_BUCKET
+
+__all__ = ["SubmissionsController"]
+
+MAX_LONGPOLL_S = 60.0
+
+_SubmitOperation = multipart_operation(
+    ["kernel_id"],
+    {
+        "kernel_id": "the kernel id the package declares",
+        "submitter_id": "optional; must equal the authenticated submitter",
+        "base_commit": "the kernel repo commit the package was made from",
+        "message": "what changed, for the commit message",
+    },
+)
+
+
+class SubmissionsController(Controller):
+    path = "/api/submissions"
+    tags = ["submissions"]
+    dependencies = {"submitter": Provide(identify_submitter)}
+
+    @post(
+        "/",
+        status_code=202,
+        operation_class=_SubmitOperation,
+        responses=errors(401, 403, 409, 413, 415, 429),
+        summary="Submit a kernel package",
+    )
+    async def submit(
+        self,
+        request: Request[Any, Any, Any],
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        idempotency_key: Annotated[
+            str | None, HeaderParameter(name="Idempotency-Key", required=False, max_length=200)
+        ] = None,
+    ) -> SubmitAnswer:
+        with tempfile.TemporaryDirectory(prefix="kz-upload-") as tmp:
+            upload = await receive_upload(
+                request, Path(tmp) / "package.tar.gz", max_bytes=ctx.settings.max_upload_bytes
+            )
+            return await accept_submission(ctx, upload, submitter, idempotency_key)
+
+    @get("/", responses=errors(), summary="List submissions")
+    async def list_submissions(
+        self,
+        ctx: Ctx,
+        kernel_id: FromQuery[str | None] = None,
+        submitter_id: FromQuery[str | None] = None,
+        status: FromQuery[str | None] = None,
+        arch: FromQuery[str | None] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
+        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+    ) -> SubmissionList:
+        views = [
+            v
+            for v in reversed(ctx.models.submissions.values())
+            if (kernel_id is None or v.state.kernel_id == kernel_id)
+            and (submitter_id is None or v.state.submitter_id == submitter_id)
+            and (status is None or str(v.state.status) == status)
+            and (arch is None or v.arch == arch)
+        ]
+        page = views[offset : offset + limit]
+        return SubmissionList(
+            items=[status_doc(v, ctx.models) for v in page],
+            total=len(views),
+            limit=limit,
+            offset=offset,
+        )
+
+    @get("/{submission_id:str}", responses=errors(404), summary="Submission detail")
+    async def detail(self, ctx: Ctx, submission_id: FromPath[str]) -> SubmissionDetail:
+        return detail_doc(submission_view(ctx, submission_id), ctx.models)
+
+    @get(
+        "/{submission_id:str}/status",
+        responses=errors(401, 404),
+        summary="Status, long-polling for a change after `since`",
+    )
+    async def status(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        submission_id: FromPath[str],
+        since: Annotated[int | None, QueryParameter(ge=0)] = None,
+        timeout: Annotated[float | None, QueryParameter(ge=0, le=MAX_LONGPOLL_S)] = None,
+    ) -> StatusDoc:
+        view = submission_view(ctx, submission_id)
+        if since is not None and view.state.version <= since:
+            wait_s = ctx.settings.longpoll_timeout_s if timeout is None else timeout
+            await ctx.models.wait_change(view.id, since, min(wait_s, MAX_LONGPOLL_S))
+        changed = since is None or view.state.version > since
+        return status_doc(view, ctx.models, changed=changed)
+
+    @get(
+        "/{submission_id:str}/logs",
+        media_type="text/plain",
+        responses=errors(404),
+        summary="The runner's log of the latest attempt",
+    )
+    async def logs(self, ctx: Ctx, submission_id: FromPath[str]) -> Response[bytes]:
+        view = submission_view(ctx, submission_id)
+        if view.log_key is None:
+            raise ApiError(404, "log_not_found", f"submission {view.id} has no runner log yet")
+        try:
+            data = await ctx.log.get_object_bytes(LOGS_BUCKET, view.log_key)
+        except ObjectNotFound as exc:
+            raise ApiError(404, "log_not_found", f"the log {view.log_key} is gone") from exc
+        return Response(data, media_type="text/plain; charset=utf-8")
+
+    @post(
+        "/{submission_id:str}/cancel",
+        status_code=200,
+        responses=errors(401, 403, 404, 409),
+        summary="Cancel a queued or running submission (its submitter or a maintainer)",
+    )
+    async def cancel(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        submission_id: FromPath[str],
+        data: JSONBody[CancelBody | None] = None,
+    ) -> StatusDoc:
+        view = submission_view(ctx, submission_id)
+        if view.state.submitter_id != submitter.id and not submitter.maintainer:
+            raise ApiError(403, "forbidden", "only the submitter or a maintainer may cancel")
+        state, subject = await load_submission(ctx, view)
+        reason = (data.reason if data else "") or f"cancelled by {submitter.id}"
+        events = decide(state, Cancel(meta=new_meta(submitter.id), reason=reason))
+        await append_seen(ctx, events, expect=state.version, expect_on=subject)
+        return status_doc(view, ctx.models)
+
+    @post(
+        "/{submission_id:str}/disqualify",
+        status_code=200,
+        responses=errors(401, 403, 404, 409),
+        summary="Disqualify an accepted submission (maintainers only)",
+    )
+    async def disqualify(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        submission_id: FromPath[str],
+        data: JSONBody[DisqualifyBody],
+    ) -> StatusDoc:
+        view = submission_view(ctx, submission_id)
+        if not submitter.maintainer:
+            raise ApiError(403, "forbidden", "only maintainers may disqualify a submission")
+        state, subject = await load_submission(ctx, view)
+        events = decide(state, Disqualify(meta=new_meta(submitter.id), reason=data.reason))
+        await append_seen(ctx, events, expect=state.version, expect_on=subject)
+        return status_doc(view, ctx.models)

@@ -1,0 +1,331 @@
+"""Request and response bodies of the HTTP API: msgspec Structs, inputs forbid unknown fields."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+__all__ = [
+    "BenchHistory",
+    "CancelBody",
+    "ClaimBody",
+    "ClaimTaskBody",
+    "CommitRow",
+    "Commits",
+    "DisqualifyBody",
+    "ErrorInfo",
+    "EventRow",
+    "FileEntry",
+    "FoldDoc",
+    "HealthDoc",
+    "HeartbeatAnswer",
+    "HeartbeatBody",
+    "HistoryRow",
+    "KernelDetail",
+    "KernelList",
+    "LeaseDoc",
+    "NatsDoc",
+    "QueueDepth",
+    "RebaseAnswer",
+    "RegisterAnswer",
+    "RegisterBody",
+    "ResultAnswer",
+    "ResultBody",
+    "ResultSummary",
+    "RunnerDoc",
+    "RunnerList",
+    "StatusDoc",
+    "SubmissionDetail",
+    "SubmissionList",
+    "SubmitAnswer",
+    "TaskOffer",
+]
+
+RunnerId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,127}$")]
+ArchName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+\-]{0,63}$")]
+Reason = Annotated[str, Meta(max_length=2000)]
+Outcome = Literal[
+    "accepted",
+    "rejected",
+    "build_failed",
+    "benchmark_error",
+    "invalid_result",
+    "timed_out",
+    "cancelled",
+]
+
+
+class _In(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class _Out(msgspec.Struct, frozen=True, kw_only=True):
+    pass
+
+
+# --- submissions ----------------------------------------------------------------------------
+
+
+class SubmitAnswer(_Out):
+    submission_id: str
+    kernel_id: str
+    status: str
+    status_url: str
+    version: int
+    queue_position: int | None = None
+    new_kernel: bool = False
+
+
+class ResultSummary(_Out):
+    accepted: bool | None = None
+    reason: str | None = None
+    metric_value: float | None = None
+    outcome: str | None = None
+
+
+class Commits(_Out):
+    source: str
+    bench_result: str
+
+
+class ErrorInfo(_Out):
+    code: str
+    message: str
+
+
+class StatusDoc(_Out):
+    submission_id: str
+    kernel_id: str
+    submitter_id: str
+    status: str
+    version: int
+    attempt: int
+    runner_id: str | None
+    result: ResultSummary | None
+    commits: Commits | None
+    error: ErrorInfo | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    changed: bool
+    queue_position: int | None = None
+    disqualified: str | None = None
+
+
+class EventRow(_Out):
+    seq: int
+    type: str
+    occurred_at: datetime
+    actor: str
+
+
+class SubmissionDetail(_Out):
+    submission: StatusDoc
+    events: list[EventRow]
+    result_document: dict[str, Any] | None
+    log_url: str | None
+    package_digest: str
+    package_size: int
+    message: str
+    base_commit: str | None
+    new_kernel: bool
+
+
+class SubmissionList(_Out):
+    items: list[StatusDoc]
+    total: int
+    limit: int
+    offset: int
+
+
+class CancelBody(_In):
+    reason: Reason = ""
+
+
+class DisqualifyBody(_In):
+    reason: Annotated[str, Meta(min_length=1, max_length=2000)]
+
+
+# --- kernels --------------------------------------------------------------------------------
+
+
+class KernelList(_Out):
+    items: list[dict[str, Any]]
+    total: int
+    limit: int
+    offset: int
+    log_seq: int
+
+
+class FileEntry(_Out):
+    path: str
+    size: int
+
+
+class CommitRow(_Out):
+    id: str
+    message: str
+    author: str
+    at: datetime
+
+
+class LeaseDoc(_Out):
+    kernel_id: str
+    holder: str | None
+    lease_id: str | None
+    expires_at: datetime | None
+
+
+class KernelDetail(_Out):
+    kernel_id: str
+    arch: str
+    op_class: str
+    sub_class: str
+    quant: str
+    name: str
+    source: Literal["repo", "read_model"]
+    head_commit: str | None
+    desc: dict[str, Any] | None
+    scoreboard: dict[str, Any] | None
+    files: list[FileEntry]
+    commits: list[CommitRow]
+    summary: dict[str, Any] | None
+    lease: LeaseDoc | None
+
+
+class HistoryRow(_Out):
+    value: float | None
+    at: datetime
+    commit: str | None
+    bench_result_commit: str | None
+    submission_id: str
+    submitter_id: str
+    disqualified: str | None = None
+
+
+class BenchHistory(_Out):
+    kernel_id: str
+    metric: dict[str, Any] | None
+    best: HistoryRow | None
+    current: HistoryRow | None
+    history: list[HistoryRow]
+
+
+class ClaimBody(_In):
+    ttl_s: Annotated[float, Meta(ge=1, le=7 * 24 * 3600)] = 3600.0
+
+
+# --- runners --------------------------------------------------------------------------------
+
+
+class RegisterBody(_In):
+    runner_id: RunnerId
+    arches: Annotated[list[ArchName], Meta(min_length=1, max_length=64)]
+    device: Annotated[str, Meta(max_length=500)] = ""
+    backend: Annotated[str, Meta(max_length=64)] = ""
+    labels: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class RegisterAnswer(_Out):
+    runner_id: str
+    heartbeat_s: float
+    lease_s: float
+    task_timeout_s: float
+    step_timeout_s: float
+
+
+class ClaimTaskBody(_In):
+    runner_id: RunnerId
+    wait_s: Annotated[float, Meta(ge=0, le=30)] = 0.0
+
+
+class TaskOffer(_Out):
+    submission_id: str
+    kernel_id: str
+    arch: str
+    attempt: int
+    lease_id: str
+    lease_token: str
+    package_url: str
+    package_digest: str
+    judge_url: str | None
+    heartbeat_s: float
+    task_timeout_s: float
+    step_timeout_s: float
+
+
+class HeartbeatBody(_In):
+    lease_token: Annotated[str, Meta(min_length=1, max_length=4096)]
+    phase: Annotated[str, Meta(max_length=64)] = ""
+
+
+class HeartbeatAnswer(_Out):
+    cancelled: bool
+
+
+class ResultBody(_In):
+    lease_token: Annotated[str, Meta(min_length=1, max_length=4096)]
+    outcome: Outcome
+    result: dict[str, Any] | None = None
+    environment: dict[str, str] = msgspec.field(default_factory=dict)
+    duration_s: Annotated[float, Meta(ge=0)] = 0.0
+    log: str = ""
+
+
+class ResultAnswer(_Out):
+    status: str
+    version: int
+
+
+class RunnerDoc(_Out):
+    runner_id: str
+    arches: list[str]
+    device: str
+    backend: str
+    labels: dict[str, str]
+    registered_at: datetime | None
+    last_heartbeat: datetime | None
+    busy_with: str | None
+    state: str
+
+
+class RunnerList(_Out):
+    items: list[RunnerDoc]
+
+
+# --- edits, health --------------------------------------------------------------------------
+
+
+class RebaseAnswer(_Out):
+    kernel_id: str
+    base_commit: str
+    package_sha256: str
+    package_base64: str
+    changed_paths: list[str]
+
+
+class NatsDoc(_Out):
+    connected: bool
+    stream_seq: int | None
+
+
+class FoldDoc(_Out):
+    seq: int
+    lag: int | None
+    caught_up: bool
+
+
+class QueueDepth(_Out):
+    queued: int
+    running: int
+
+
+class HealthDoc(_Out):
+    status: Literal["ok", "unavailable"]
+    nats: NatsDoc
+    fold: FoldDoc
+    projector_lag: int
+    queue: dict[str, QueueDepth]
+    runners: int

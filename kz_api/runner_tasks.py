@@ -1,0 +1,207 @@
+"""The HTTP runner transport: pull a task from the architecture's durable consumer on the
+runner's behalf, claim it as a native runner would, and heartbeat, finish or refuse the lease
+by publishing to the message's reply subject (so any API replica can do it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import uuid
+
+import nats.errors
+from nats.aio.msg import Msg
+
+from kz_api.auth import RunnerAuth
+from kz_api.context import ApiContext
+from kz_api.errors import ApiError
+from kz_api.leases import LeaseClaim
+from kz_api.models import ResultBody, TaskOffer
+from kz_api.service import append_seen, load_submission, new_meta, submission_view
+from kz_events.errors import ConcurrencyConflict, RuleViolation
+from kz_events.events import SubmissionSubmitted, TaskHeartbeat, decode_event
+from kz_events.ids import KernelId
+from kz_events.lifecycle import Claim, ReportResult, Status, decide, fold
+from kz_events.subjects import EVENTS_STREAM, LOGS_BUCKET, aggregate_filter, consumer_name
+from kz_package import validate_result_document
+
+__all__ = ["LOG_CAP", "claim_task", "heartbeat", "report_result", "verify_lease"]
+
+LOG_CAP = 4 * 1024 * 1024
+ACK, IN_PROGRESS = b"+ACK", b"+WPI"
+
+
+async def _consumer(ctx: ApiContext, arch: str) -> str:
+    if arch not in ctx.task_consumers:
+        settings = ctx.settings
+        await ctx.log.ensure_task_consumer(
+            arch, lease_s=settings.lease_s, max_attempts=settings.max_attempts
+        )
+        ctx.task_consumers.add(arch)
+    return consumer_name(arch)
+
+
+async def _fetch_one(ctx: ApiContext, arch: str, wait_s: float) -> Msg | None:
+    durable = await _consumer(ctx, arch)
+    psub = await ctx.log.js.pull_subscribe_bind(durable=durable, stream=EVENTS_STREAM)
+    try:
+        msgs = await psub.fetch(1, timeout=max(wait_s, 0.05))
+    except nats.errors.TimeoutError:
+        return None
+    finally:
+        await psub.unsubscribe()
+    return msgs[0] if msgs else None
+
+
+async def _try_claim(ctx: ApiContext, msg: Msg, runner_id: str) -> TaskOffer | None:
+    event = decode_event(msg.data)
+    if not isinstance(event, SubmissionSubmitted):
+        await msg.ack()
+        return None
+    arch = KernelId.parse(event.kernel_id).arch
+    subject = aggregate_filter("submission", arch, event.submission_id)
+    state = fold(await ctx.log.load(subject))
+    attempt = int(msg.metadata.num_delivered)
+    lease_id = str(uuid.uuid4())
+    try:
+        events = decide(
+            state,
+            Claim(
+                meta=new_meta(runner_id), runner_id=runner_id, lease_id=lease_id, attempt=attempt
+            ),
+        )
+        await append_seen(ctx, events, expect=state.version, expect_on=subject)
+    except (RuleViolation, ConcurrencyConflict):
+        await msg.ack()
+        return None
+    claim = LeaseClaim(
+        submission_id=event.submission_id,
+        kernel_id=event.kernel_id,
+        attempt=attempt,
+        lease_id=lease_id,
+        runner_id=runner_id,
+        reply=str(msg.reply),
+    )
+    base = f"/api/runner/tasks/{event.submission_id}"
+    settings = ctx.settings
+    return TaskOffer(
+        submission_id=event.submission_id,
+        kernel_id=event.kernel_id,
+        arch=arch,
+        attempt=attempt,
+        lease_id=lease_id,
+        lease_token=ctx.signer.sign(claim),
+        package_url=f"{base}/package",
+        package_digest=event.package_digest,
+        judge_url=None if event.new_kernel else f"{base}/judge",
+        heartbeat_s=settings.heartbeat_s,
+        task_timeout_s=settings.task_timeout_s,
+        step_timeout_s=settings.step_timeout_s,
+    )
+
+
+def _runner_arches(ctx: ApiContext, auth: RunnerAuth, runner_id: str) -> list[str]:
+    view = ctx.models.runners.get(runner_id)
+    if view is None or view.deregistered:
+        raise ApiError(404, "unknown_runner", f"runner {runner_id} is not registered")
+    arches = [arch for arch in view.arches if auth.allows(arch)]
+    if not arches:
+        raise ApiError(403, "arch_not_allowed", f"this runner key covers none of {view.arches}")
+    return arches
+
+
+async def claim_task(
+    ctx: ApiContext, auth: RunnerAuth, runner_id: str, wait_s: float
+) -> TaskOffer | None:
+    """A task of one of the runner's architectures, or None when none came within `wait_s`."""
+    arches = _runner_arches(ctx, auth, runner_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        remaining = deadline - loop.time()
+        slice_s = min(max(remaining, 0.0), 1.0) / len(arches)
+        for arch in arches:
+            msg = await _fetch_one(ctx, arch, slice_s)
+            if msg is not None and (offer := await _try_claim(ctx, msg, runner_id)):
+                return offer
+        if loop.time() >= deadline:
+            return None
+
+
+def verify_lease(ctx: ApiContext, auth: RunnerAuth, token: str) -> LeaseClaim:
+    """The claim of a lease token the caller may use: right key, current lease."""
+    claim = ctx.signer.verify(token)
+    auth.require(KernelId.parse(claim.kernel_id).arch)
+    view = ctx.models.submissions.get(claim.submission_id)
+    if view is None or view.state.lease_id != claim.lease_id:
+        raise ApiError(409, "stale_lease", "this lease is not the submission's current claim")
+    return claim
+
+
+async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -> bool:
+    """Keep the lease alive; True when the submission was cancelled meanwhile."""
+    claim = verify_lease(ctx, auth, token)
+    view = ctx.models.submissions[claim.submission_id]
+    if view.state.status is Status.CANCELLED:
+        return True
+    if view.state.status is not Status.RUNNING:
+        raise ApiError(409, "stale_lease", f"the submission is {view.state.status}, not running")
+    beat = TaskHeartbeat(
+        **_meta_fields(claim.runner_id),
+        submission_id=claim.submission_id,
+        kernel_id=claim.kernel_id,
+        runner_id=claim.runner_id,
+        attempt=claim.attempt,
+        lease_id=claim.lease_id,
+        phase=phase,
+    )
+    await ctx.log.publish_live(beat)
+    await ctx.log.nc.publish(claim.reply, IN_PROGRESS)
+    return False
+
+
+def _meta_fields(actor: str) -> dict[str, object]:
+    meta = new_meta(actor)
+    return {"event_id": meta.event_id, "occurred_at": meta.occurred_at, "actor": meta.actor}
+
+
+def _check_result(body: ResultBody) -> None:
+    if body.outcome in ("accepted", "rejected"):
+        if body.result is None:
+            raise ApiError(
+                400, "invalid_result", f"outcome {body.outcome} needs the result document, got none"
+            )
+        validate_result_document(body.result)
+
+
+async def report_result(
+    ctx: ApiContext, auth: RunnerAuth, submission_id: str, body: ResultBody
+) -> tuple[str, int]:
+    """Store the log, append `result` for the lease, ack the task; (status, version)."""
+    claim = verify_lease(ctx, auth, body.lease_token)
+    if claim.submission_id != submission_id:
+        raise ApiError(409, "stale_lease", "the lease token is for another submission")
+    _check_result(body)
+    state, subject = await load_submission(ctx, submission_view(ctx, submission_id))
+    log_key = f"{submission_id}-{claim.attempt}"
+    command = ReportResult(
+        meta=new_meta(claim.runner_id),
+        runner_id=claim.runner_id,
+        lease_id=claim.lease_id,
+        outcome=body.outcome,
+        result=body.result,
+        log_key=log_key if body.log else None,
+        environment=body.environment,
+        duration_s=body.duration_s,
+    )
+    events = decide(state, command)  # refuses a stale lease before anything is stored
+    if body.log:
+        data = body.log.encode()[-LOG_CAP:]
+        await ctx.log.put_object(LOGS_BUCKET, log_key, io.BytesIO(data))
+    try:
+        seq = await append_seen(ctx, events, expect=state.version, expect_on=subject)
+    except ConcurrencyConflict as exc:
+        raise ApiError(409, "stale_lease", "the submission moved on; this lease ended") from exc
+    await ctx.log.nc.publish(claim.reply, ACK)
+    view = ctx.models.submissions[submission_id]
+    return str(view.state.status), seq

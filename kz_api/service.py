@@ -1,0 +1,61 @@
+"""Steps the controllers share: event metadata, loading an aggregate, appending and waiting for
+the read models to see the append (so a client reads its own writes).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from kz_api.context import ApiContext
+from kz_api.errors import ApiError
+from kz_api.readmodel import SubmissionView
+from kz_events.events import Event, EventMeta
+from kz_events.ids import KernelId, parse_submission_id
+from kz_events.lifecycle import SubmissionState, fold
+from kz_events.subjects import aggregate_filter
+
+__all__ = [
+    "append_seen",
+    "load_submission",
+    "new_meta",
+    "submission_view",
+    "utcnow",
+]
+
+READ_YOUR_WRITES_S = 5.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_meta(actor: str) -> EventMeta:
+    return EventMeta(event_id=str(uuid.uuid4()), occurred_at=utcnow(), actor=actor)
+
+
+def submission_view(ctx: ApiContext, submission_id: str) -> SubmissionView:
+    """The read model's view of a submission; 404 unknown_submission when there is none."""
+    sid = parse_submission_id(submission_id)
+    view = ctx.models.submissions.get(sid)
+    if view is None:
+        raise ApiError(404, "unknown_submission", f"no submission {sid}")
+    return view
+
+
+async def load_submission(ctx: ApiContext, view: SubmissionView) -> tuple[SubmissionState, str]:
+    """The authoritative state of a submission, folded from the log, and its subject filter."""
+    subject = aggregate_filter("submission", KernelId.parse(view.state.kernel_id).arch, view.id)
+    return fold(await ctx.log.load(subject)), subject
+
+
+async def append_seen(
+    ctx: ApiContext, events: list[Event], *, expect: int | None, expect_on: str | None
+) -> int:
+    """Append `events` in order (the first with the concurrency check) and wait for the fold."""
+    seq = 0
+    for event in events:
+        seq = await ctx.log.append(event, expect=expect, expect_on=expect_on)
+        expect = seq if expect is not None else None
+    await ctx.models.wait_seq(seq, READ_YOUR_WRITES_S)
+    return seq

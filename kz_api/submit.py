@@ -1,0 +1,172 @@
+"""Accepting a submission: every check runs before anything is stored, then the package goes to
+the object store and `submitted` is appended. A refused request leaves no event and no object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+import anyio.to_thread
+
+from kz_api.auth import Submitter
+from kz_api.context import ApiContext
+from kz_api.errors import ApiError
+from kz_api.models import SubmitAnswer
+from kz_api.service import append_seen, new_meta, utcnow
+from kz_api.upload import Upload
+from kz_api.views import status_doc
+from kz_events.errors import ObjectNotFound
+from kz_events.ids import KernelId, new_submission_id
+from kz_events.lifecycle import SubmissionState, Submit, decide
+from kz_events.subjects import PACKAGES_BUCKET, judge_key
+from kz_package import Limits, unpack_tarball, validate_package_dir
+from kz_package.judge import judge_changes
+
+__all__ = ["accept_submission", "answer_for", "check_form"]
+
+
+def answer_for(ctx: ApiContext, submission_id: str) -> SubmitAnswer:
+    view = ctx.models.submissions[submission_id]
+    doc = status_doc(view, ctx.models)
+    return SubmitAnswer(
+        submission_id=submission_id,
+        kernel_id=view.state.kernel_id,
+        status=doc.status,
+        status_url=f"/api/submissions/{submission_id}/status",
+        version=doc.version,
+        queue_position=doc.queue_position,
+        new_kernel=view.submitted.new_kernel,
+    )
+
+
+def check_form(upload: Upload, submitter: Submitter) -> KernelId:
+    """The form's kernel id, after the fields and the file part are checked."""
+    raw = upload.fields.get("kernel_id")
+    if not raw:
+        raise ApiError(400, "invalid_input", "the form needs a kernel_id field")
+    kernel_id = KernelId.parse(raw)
+    claimed = upload.fields.get("submitter_id")
+    if claimed and claimed != submitter.id:
+        raise ApiError(
+            403,
+            "forbidden",
+            f"submitter_id must be the authenticated submitter {submitter.id}, got {claimed!r}",
+        )
+    if upload.path is None:
+        raise ApiError(400, "invalid_input", "the form needs a package file part (tar.gz)")
+    return kernel_id
+
+
+def _check_admission(
+    ctx: ApiContext, kernel_id: KernelId, submitter: Submitter, digest: str
+) -> None:
+    models, kid = ctx.models, str(kernel_id)
+    lease = models.leases.get(kid)
+    if lease is not None and lease.held_at(utcnow()) and lease.holder != submitter.id:
+        until = lease.expires_at.isoformat() if lease.expires_at else None
+        raise ApiError(
+            409,
+            "claim_held",
+            f"{lease.holder} holds the optimisation lease on {kid} until {until}",
+            details={"holder": lease.holder, "expires_at": until},
+        )
+    limit = ctx.settings.max_open_submissions
+    if models.open_by_submitter[submitter.id] >= limit:
+        raise ApiError(
+            429,
+            "quota_exceeded",
+            f"at most {limit} open submissions per submitter, {submitter.id} has "
+            f"{models.open_by_submitter[submitter.id]}",
+            details={"limit": limit},
+        )
+    twin = models.open_digests.get((kid, digest))
+    if twin is not None:
+        raise ApiError(
+            409,
+            "duplicate_package",
+            f"an identical package for {kid} is still open as submission {twin}",
+            details={"submission_id": twin},
+        )
+
+
+def _validate_and_judge(
+    tarball: Path, kernel_id: KernelId, judge: bytes | None, work: Path, limits: Limits
+) -> list[str]:
+    """Validate the package (raises PackageError); the judge parts it changes."""
+    root = work / "submitted"
+    unpack_tarball(tarball, root, limits)
+    validate_package_dir(root, expected_kernel_id=kernel_id, limits=limits)
+    if judge is None:
+        return []
+    bundle, current = work / "judge.tar.gz", work / "current"
+    bundle.write_bytes(judge)
+    unpack_tarball(bundle, current, Limits())
+    return judge_changes(current, root)
+
+
+async def _judge_bundle(ctx: ApiContext, kernel_id: KernelId) -> bytes | None:
+    try:
+        return await ctx.log.get_object_bytes(PACKAGES_BUCKET, judge_key(str(kernel_id)))
+    except ObjectNotFound:
+        return None
+
+
+async def accept_submission(
+    ctx: ApiContext, upload: Upload, submitter: Submitter, idempotency_key: str | None
+) -> SubmitAnswer:
+    """Check, store and announce one submission; the same key returns the first answer."""
+    kernel_id = check_form(upload, submitter)
+    assert upload.path is not None
+    lock_key = (submitter.id, idempotency_key or "")
+    locks = ctx.idempotency_locks
+    lock = locks.setdefault(lock_key, asyncio.Lock()) if idempotency_key else asyncio.Lock()
+    async with lock:
+        if idempotency_key and (sid := ctx.models.idempotency.get(lock_key)):
+            return answer_for(ctx, sid)
+        _check_admission(ctx, kernel_id, submitter, upload.sha256)
+        judge = await _judge_bundle(ctx, kernel_id)
+        limits = Limits(max_compressed_bytes=ctx.settings.max_upload_bytes)
+        with tempfile.TemporaryDirectory(prefix="kz-submit-") as tmp:
+            changed = await anyio.to_thread.run_sync(
+                _validate_and_judge, upload.path, kernel_id, judge, Path(tmp), limits
+            )
+        if changed and not submitter.maintainer:
+            raise ApiError(
+                403,
+                "harness_change_forbidden",
+                f"only maintainers may change the judge of {kernel_id}: {', '.join(changed)}",
+                details={"changed": changed},
+            )
+        return await _store_and_announce(ctx, upload, kernel_id, submitter, idempotency_key, judge)
+
+
+async def _store_and_announce(
+    ctx: ApiContext,
+    upload: Upload,
+    kernel_id: KernelId,
+    submitter: Submitter,
+    idempotency_key: str | None,
+    judge: bytes | None,
+) -> SubmitAnswer:
+    assert upload.path is not None
+    if not await ctx.log.has_object(PACKAGES_BUCKET, upload.sha256):
+        await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, upload.path)
+    sid = new_submission_id()
+    command = Submit(
+        meta=new_meta(submitter.id),
+        submission_id=sid,
+        kernel_id=str(kernel_id),
+        submitter_id=submitter.id,
+        package_digest=upload.sha256,
+        package_size=upload.size,
+        base_commit=upload.fields.get("base_commit") or None,
+        message=upload.fields.get("message", "")[:10_000],
+        idempotency_key=idempotency_key,
+        new_kernel=judge is None and not ctx.models.kernel_known(str(kernel_id)),
+        max_attempts=ctx.settings.max_attempts,
+    )
+    events = decide(SubmissionState(), command)
+    await append_seen(ctx, events, expect=0, expect_on=None)
+    return answer_for(ctx, sid)

@@ -1,0 +1,121 @@
+"""Pure builders of response documents from the read models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kz_api.models import (
+    Commits,
+    ErrorInfo,
+    EventRow,
+    HistoryRow,
+    LeaseDoc,
+    ResultSummary,
+    RunnerDoc,
+    StatusDoc,
+    SubmissionDetail,
+)
+from kz_api.readmodel import HistoryEntry, ReadModels, RunnerView, SubmissionView
+from kz_events.lifecycle import KernelLease
+
+__all__ = [
+    "detail_doc",
+    "history_row",
+    "lease_doc",
+    "runner_doc",
+    "status_doc",
+]
+
+
+def _result(view: SubmissionView) -> ResultSummary | None:
+    state = view.state
+    if state.outcome is None and state.result is None:
+        return None
+    doc: dict[str, Any] = state.result or {}
+    metric = doc.get("metric") if isinstance(doc.get("metric"), dict) else {}
+    value = metric.get("value") if isinstance(metric, dict) else None
+    accepted = doc.get("accepted")
+    return ResultSummary(
+        accepted=accepted if isinstance(accepted, bool) else None,
+        reason=str(doc["reason"]) if "reason" in doc else None,
+        metric_value=float(value) if isinstance(value, int | float) else None,
+        outcome=state.outcome,
+    )
+
+
+def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True) -> StatusDoc:
+    state = view.state
+    commits = None
+    if state.source_commit and state.bench_result_commit:
+        commits = Commits(source=state.source_commit, bench_result=state.bench_result_commit)
+    error = None
+    if state.error_code:
+        error = ErrorInfo(code=state.error_code, message=state.error_message or "")
+    return StatusDoc(
+        submission_id=state.submission_id,
+        kernel_id=state.kernel_id,
+        submitter_id=state.submitter_id,
+        status=str(state.status),
+        version=state.version,
+        attempt=state.attempt,
+        runner_id=state.runner_id,
+        result=_result(view),
+        commits=commits,
+        error=error,
+        created_at=state.created_at,
+        updated_at=state.updated_at,
+        changed=changed,
+        queue_position=models.queue_position(view),
+        disqualified=state.disqualified,
+    )
+
+
+def detail_doc(view: SubmissionView, models: ReadModels) -> SubmissionDetail:
+    sid = view.id
+    return SubmissionDetail(
+        submission=status_doc(view, models),
+        events=[EventRow(seq=s, type=t, occurred_at=at, actor=a) for s, t, at, a in view.events],
+        result_document=view.state.result,
+        log_url=f"/api/submissions/{sid}/logs" if view.log_key else None,
+        package_digest=view.submitted.package_digest,
+        package_size=view.submitted.package_size,
+        message=view.submitted.message,
+        base_commit=view.submitted.base_commit,
+        new_kernel=view.submitted.new_kernel,
+    )
+
+
+def history_row(entry: HistoryEntry) -> HistoryRow:
+    return HistoryRow(
+        value=entry.value,
+        at=entry.at,
+        commit=entry.commit,
+        bench_result_commit=entry.bench_result_commit,
+        submission_id=entry.submission_id,
+        submitter_id=entry.submitter_id,
+        disqualified=entry.disqualified,
+    )
+
+
+def lease_doc(lease: KernelLease) -> LeaseDoc:
+    return LeaseDoc(
+        kernel_id=lease.kernel_id,
+        holder=lease.holder,
+        lease_id=lease.lease_id,
+        expires_at=lease.expires_at,
+    )
+
+
+def runner_doc(view: RunnerView) -> RunnerDoc:
+    state = "deregistered" if view.deregistered else ("busy" if view.busy_with else "idle")
+    return RunnerDoc(
+        runner_id=view.runner_id,
+        arches=view.arches,
+        device=view.device,
+        backend=view.backend,
+        labels=view.labels,
+        registered_at=view.registered_at,
+        last_heartbeat=view.last_heartbeat,
+        busy_with=view.busy_with,
+        state=state,
+    )

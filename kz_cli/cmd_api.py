@@ -1,0 +1,34 @@
+"""`kz api`: serve the HTTP API with uvicorn on the host and port of the settings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kz_events.config import load_settings
+
+__all__ = ["register", "run_api"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("api", help="serve the HTTP API (uvicorn)")
+    parser.add_argument("--host", help="listen address (default: KZ_HOST)")
+    parser.add_argument("--port", type=int, help="listen port (default: KZ_PORT)")
+    parser.set_defaults(handler=run_api)
+
+
+def run_api(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from kz_api import create_app
+
+    config = getattr(args, "config", None)
+    settings = load_settings(config_file=Path(config) if config else None)
+    uvicorn.run(
+        create_app(settings),
+        host=args.host or settings.host,
+        port=args.port or settings.port,
+        log_level="info",
+    )
+    return 0

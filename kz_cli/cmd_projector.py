@@ -1,0 +1,127 @@
+"""`kz projector`, `kz index [--at SEQ]`, `kz audit [--from-archive PATH]` and `kz import PATH`.
+
+All but `kz audit --from-archive` talk to the running stack's NATS (`KZ_NATS_URL` or
+`--nats-url`); the audit from an archive needs only a clone of the kernel repo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+from kz_events.config import Settings, load_settings
+from kz_events.errors import ConfigError
+from kz_events.eventlog import EventLog
+from kz_projector.audit import run_audit
+from kz_projector.gitproj import utcnow
+from kz_projector.importer import import_path
+from kz_projector.index import render_index
+from kz_projector.index_writer import build_index, write_atomic
+from kz_projector.packages import ObjectStorePackages
+from kz_projector.service import Projectors
+
+__all__ = ["register"]
+
+T = TypeVar("T")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    proj = subparsers.add_parser("projector", help="run the referee, git, index, archive, sweeper")
+    proj.add_argument("--nats-url")
+    proj.add_argument("--once", action="store_true", help="catch up with the log, then exit")
+    proj.set_defaults(handler=_projector)
+    index = subparsers.add_parser("index", help="build index.json now, or as of a past position")
+    index.add_argument("--at", type=int, help="log sequence to build the index as of")
+    index.add_argument("--out", type=Path, help="write here (default: the index path; "
+                       "with --at: standard output)")
+    index.add_argument("--nats-url")
+    index.set_defaults(handler=_index)
+    audit = subparsers.add_parser("audit", help="replay the log and compare with the projections")
+    audit.add_argument("--from-archive", type=Path, metavar="PATH",
+                       help="replay from the archive of this kernel repo clone alone")
+    audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    audit.add_argument("--nats-url")
+    audit.set_defaults(handler=_audit)
+    imp = subparsers.add_parser("import", help="import a kernel repo or a folder of packages")
+    imp.add_argument("path", type=Path)
+    imp.add_argument("--submitter", default="import", help="submitter id the imports carry")
+    imp.add_argument("--nats-url")
+    imp.set_defaults(handler=_import)
+
+
+def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awaitable[T]]) -> T:
+    settings = load_settings(config_file=args.config)
+    url = args.nats_url or settings.nats_url
+    if not url:
+        raise ConfigError("KZ_NATS_URL: expected the NATS URL of the running stack")
+
+    async def main() -> T:
+        elog = await EventLog.connect(url, name=f"kz-{args.command}")
+        try:
+            await elog.ensure()
+            return await work(elog, settings)
+        finally:
+            await elog.close()
+
+    return asyncio.run(main())
+
+
+def _projector(args: argparse.Namespace) -> int:
+    async def work(elog: EventLog, settings: Settings) -> None:
+        projectors = Projectors(elog, settings)
+        if args.once:
+            await projectors.catch_up()
+        else:
+            await projectors.run()
+
+    try:
+        _with_log(args, work)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    async def work(elog: EventLog, settings: Settings) -> tuple[bytes, Settings]:
+        state = await build_index(elog, ObjectStorePackages(elog), upto=args.at)
+        return render_index(state), settings
+
+    data, settings = _with_log(args, work)
+    out = args.out or (None if args.at is not None else settings.effective_index_path)
+    if out is None:
+        sys.stdout.buffer.write(data + b"\n")
+    else:
+        write_atomic(out, data)
+        print(f"wrote {out} ({len(data)} bytes)")
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    if args.from_archive is not None:
+        settings = load_settings(config_file=args.config)
+        report = asyncio.run(run_audit(settings, clock=utcnow, from_archive=args.from_archive))
+    else:
+        report = _with_log(args, lambda elog, settings: run_audit(
+            settings, clock=utcnow, elog=elog))
+    if args.json:
+        print(report.to_json().decode(), end="")
+    else:
+        print("\n".join(report.lines()))
+    return 0 if report.ok else 1
+
+
+def _import(args: argparse.Namespace) -> int:
+    path: Path = args.path
+    if not path.exists():
+        raise ConfigError(f"PATH: expected a kernel repo or a folder of packages, got {path}")
+    done = _with_log(args, lambda elog, _settings: import_path(
+        elog, path, submitter=args.submitter, clock=utcnow))
+    for item in done:
+        state = f"event {item.seq}" if item.seq is not None else "already imported"
+        print(json.dumps({"kernel_id": item.kernel_id, "digest": item.digest, "state": state}))
+    return 0

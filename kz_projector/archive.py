@@ -1,0 +1,187 @@
+"""The archive: every event of the log, in order and in batches, on the ref `refs/kz/events`.
+
+Events are JSON lines `{"seq": N, "event": {...}}` in segment files `segments/NNNNNN.jsonl` of
+`SEGMENT_SIZE` events each (segment k holds sequences (k-1)*SIZE+1 … k*SIZE), so a clone of the
+kernel repo carries the whole log. Each batch is one commit and one compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import msgspec
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.refs import Ref
+from dulwich.repo import BaseRepo
+
+from kz_events.eventlog import EventLog
+from kz_events.events import Event, UnknownEvent, encode_event
+from kz_projector.errors import BranchMoved, HistoryDiverged
+from kz_projector.gitstore import Person, Writer, commit_trailers, ref_value
+
+__all__ = [
+    "ARCHIVE_REF",
+    "SEGMENT_SIZE",
+    "Archive",
+    "ArchiveProjector",
+    "archive_line",
+    "segment_name",
+]
+
+ARCHIVE_REF = Ref(b"refs/kz/events")
+SEGMENT_SIZE = 1000
+
+
+class _Line(msgspec.Struct):
+    seq: int
+    event: msgspec.Raw
+
+
+def raw_event(event: Event | UnknownEvent) -> bytes:
+    return event.raw if isinstance(event, UnknownEvent) else encode_event(event)
+
+
+def archive_line(seq: int, event: Event | UnknownEvent) -> bytes:
+    return b'{"seq":%d,"event":%s}\n' % (seq, raw_event(event))
+
+
+def segment_name(seq: int, size: int = SEGMENT_SIZE) -> str:
+    return f"{(seq - 1) // size + 1:06d}.jsonl"
+
+
+class Archive:
+    """The archive ref of one repo: where it ends, appending a batch, reading it back."""
+
+    def __init__(self, repo: BaseRepo, service: Person, segment_size: int = SEGMENT_SIZE) -> None:
+        self.repo = repo
+        self.service = service
+        self.size = segment_size
+        self.writer = Writer(repo)
+
+    def head(self) -> ObjectID | None:
+        return ref_value(self.repo, ARCHIVE_REF)
+
+    def archived_seq(self) -> int:
+        head = self.head()
+        if head is None:
+            return 0
+        commit = self.repo.object_store[head]
+        assert isinstance(commit, Commit)
+        value = commit_trailers(commit).get("Kz-Archive-Seq")
+        if value is None:
+            raise HistoryDiverged(f"{ARCHIVE_REF.decode()} head lacks a Kz-Archive-Seq trailer")
+        return int(value)
+
+    def _segments(self, head: ObjectID | None) -> Tree:
+        if head is None:
+            return Tree()
+        commit = self.repo.object_store[head]
+        assert isinstance(commit, Commit)
+        root = self.repo.object_store[commit.tree]
+        assert isinstance(root, Tree)
+        if b"segments" not in root:
+            return Tree()
+        tree = self.repo.object_store[root[b"segments"][1]]
+        assert isinstance(tree, Tree)
+        return tree
+
+    def append(self, items: list[tuple[int, Event | UnknownEvent]], when: datetime) -> int:
+        """Add `items` (the next sequences, in order) as one commit; returns the archived seq."""
+        head = self.head()
+        last = self.archived_seq()
+        segments = self._segments(head)
+        grouped: dict[str, list[bytes]] = {}
+        for seq, event in items:
+            if seq != last + 1:
+                raise HistoryDiverged(f"archive expected sequence {last + 1}, got {seq}")
+            last = seq
+            grouped.setdefault(segment_name(seq, self.size), []).append(archive_line(seq, event))
+        for name, lines in grouped.items():
+            old = b""
+            if name.encode() in segments:
+                blob = self.repo.object_store[segments[name.encode()][1]]
+                assert isinstance(blob, Blob)
+                old = blob.data
+            segments.add(name.encode(), 0o100644, self.writer.blob(old + b"".join(lines)))
+        root = Tree()
+        root.add(b"segments", 0o040000, self.writer.add(segments))
+        commit = self.writer.commit(
+            tree=self.writer.add(root), parent=head, author=self.service,
+            committer=self.service, when=when,
+            subject=f"archive events {items[0][0]}..{last}",
+            trailers=[("Kz-Archive-Seq", str(last))],
+        )
+        if not self.writer.move(head, commit, ARCHIVE_REF):
+            raise BranchMoved(f"{ARCHIVE_REF.decode()} moved while archiving; resuming")
+        return last
+
+    def lines(self) -> Iterator[tuple[str, int, bytes]]:
+        """(segment, seq, raw event JSON) of every archived event, segment by segment."""
+        segments = self._segments(self.head())
+        for item in sorted(segments.iteritems(), key=lambda i: i.path):
+            blob = self.repo.object_store[item.sha]
+            assert isinstance(blob, Blob)
+            for raw in blob.data.splitlines():
+                line = msgspec.json.decode(raw, type=_Line)
+                yield item.path.decode(), line.seq, bytes(line.event)
+
+
+class ArchiveProjector:
+    """Follows the log and appends it to the archive in batches of at most `batch` events."""
+
+    def __init__(self, elog: EventLog, archive: Archive, *, batch: int = 500,
+                 idle_s: float = 1.0) -> None:
+        self.elog = elog
+        self.archive = archive
+        self.batch = batch
+        self.idle_s = idle_s
+
+    def _flush(self, pending: list[tuple[int, Event | UnknownEvent]]) -> None:
+        if pending:
+            last = pending[-1][1]
+            when = getattr(last, "occurred_at", None) or datetime(1970, 1, 1, tzinfo=UTC)
+            self.archive.append(pending, when)
+            pending.clear()
+
+    async def catch_up(self) -> int:
+        pending: list[tuple[int, Event | UnknownEvent]] = []
+        async for seq, event in self.elog.replay(self.archive.archived_seq() + 1):
+            pending.append((seq, event))
+            if len(pending) >= self.batch:
+                self._flush(pending)
+        self._flush(pending)
+        return self.archive.archived_seq()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self._follow()
+            except BranchMoved:
+                continue
+
+    async def _follow(self) -> None:
+        await self.catch_up()
+        queue: asyncio.Queue[tuple[int, Event | UnknownEvent]] = asyncio.Queue(10_000)
+
+        async def pump() -> None:
+            async for item in self.elog.subscribe(from_seq=self.archive.archived_seq() + 1):
+                await queue.put(item)
+
+        task = asyncio.create_task(pump())
+        pending: list[tuple[int, Event | UnknownEvent]] = []
+        try:
+            while True:
+                try:
+                    pending.append(await asyncio.wait_for(queue.get(), timeout=self.idle_s))
+                except TimeoutError:
+                    self._flush(pending)
+                    continue
+                if len(pending) >= self.batch:
+                    self._flush(pending)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

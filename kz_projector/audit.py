@@ -1,0 +1,243 @@
+"""Audit: replay the log into an empty repo and compare with the live projections.
+
+The log comes from the stream, or from the archive ref of a clone alone. The report lists every
+divergence: main's head, each `committed` event's commits, each kernel's scoreboard, index.json,
+and the stream against the archive (a lost event or segment on either side).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dulwich.objects import Commit
+from dulwich.repo import BaseRepo
+
+from kz_events.config import Settings
+from kz_events.eventlog import EventLog, Stored
+from kz_events.events import SubmissionCommitted, decode_event
+from kz_package.archive import PACKAGE_DIR
+from kz_projector.archive import Archive, raw_event
+from kz_projector.errors import HistoryDiverged
+from kz_projector.gitfold import Applied, GitFold
+from kz_projector.gitproj import service_person
+from kz_projector.gitstore import MAIN, commit_trailers, open_repo, ref_value
+from kz_projector.index import IndexState, render_index
+from kz_projector.index_writer import fold_events, write_atomic
+from kz_projector.packages import GitPackages, ObjectStorePackages, PackageSource
+from kz_projector.repo_read import KernelRepo
+from kz_projector.scoreboard import iso
+
+__all__ = ["AuditReport", "run_audit"]
+
+
+@dataclass(slots=True)
+class AuditReport:
+    ok: bool = True
+    checked_at: str = ""
+    source: str = "stream"
+    log_seq: int = 0
+    archived_seq: int = 0
+    live_head: str | None = None
+    live_head_seq: int = 0
+    replay_head: str | None = None
+    results_compared: int = 0
+    kernels_compared: int = 0
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def problem(self, text: str) -> None:
+        self.ok = False
+        self.problems.append(text)
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), indent=2, sort_keys=True).encode() + b"\n"
+
+    def lines(self) -> list[str]:
+        verdict = "clean" if self.ok else f"{len(self.problems)} divergence(s)"
+        out = [f"audit ({self.source}): {verdict}",
+               f"  log: {self.log_seq} events, archive: {self.archived_seq}",
+               f"  main: live {self.live_head} (seq {self.live_head_seq}), "
+               f"replay {self.replay_head}",
+               f"  compared: {self.results_compared} results, {self.kernels_compared} kernels"]
+        out += [f"  DIVERGENCE: {p}" for p in self.problems]
+        out += [f"  note: {n}" for n in self.notes]
+        return out
+
+
+async def _archive_events(archive: Archive) -> AsyncIterator[Stored]:
+    for _, seq, raw in archive.lines():
+        yield seq, decode_event(raw)
+
+
+class _Replay:
+    """Folds events into an in-memory repo and an index, snapshotting at the live positions."""
+
+    def __init__(self, packages: PackageSource, settings: Settings, live_seq: int,
+                 index_seq: int | None) -> None:
+        self.fold = GitFold(open_repo(None), packages, service_person(settings))
+        self.packages = packages
+        self.live_seq = live_seq
+        self.index_seq = index_seq
+        self.index = IndexState()
+        self.head_at_live: bytes | None = None
+        self.index_at: bytes | None = None
+        self.applied: dict[str, Applied] = {}
+        self.committed: list[SubmissionCommitted] = []
+        self.log_seq = 0
+
+    async def feed(self, seq: int, event: Any) -> None:
+        applied = await self.fold.apply(seq, event)
+        if applied is not None and applied.submission_id is not None and applied.announce:
+            self.applied[applied.submission_id] = applied
+        if isinstance(event, SubmissionCommitted):
+            self.committed.append(event)
+        if seq <= self.live_seq:
+            self.head_at_live = self.fold.head
+        await fold_events(self.index, _one(seq, event), self.packages)
+        if self.index_seq is not None and seq == self.index_seq:
+            self.index_at = render_index(self.index)
+        self.log_seq = seq
+
+
+async def _one(seq: int, event: Any) -> AsyncIterator[Stored]:
+    yield seq, event
+
+
+def _live_head(repo: BaseRepo, report: AuditReport) -> int:
+    head = ref_value(repo, MAIN)
+    report.live_head = head.decode() if head else None
+    if head is None:
+        return 0
+    commit = repo.object_store[head]
+    assert isinstance(commit, Commit)
+    seq = commit_trailers(commit).get("Kz-Event-Seq")
+    if seq is None:
+        report.problem(f"main's head {report.live_head} has no Kz-Event-Seq trailer: "
+                       "the branch was moved by hand")
+        return 0
+    return int(seq)
+
+
+def _ancestors(repo: BaseRepo) -> set[str]:
+    head = ref_value(repo, MAIN)
+    if head is None:
+        return set()
+    return {entry.commit.id.decode() for entry in repo.get_walker(include=[head])}
+
+
+def _compare_results(replay: _Replay, live: BaseRepo, report: AuditReport) -> None:
+    reachable = _ancestors(live)
+    for event in replay.committed:
+        report.results_compared += 1
+        mine = replay.applied.get(event.submission_id)
+        if mine is None or (mine.source, mine.bench_result) != (
+            event.source_commit, event.bench_result_commit
+        ):
+            got = f"{mine.source}/{mine.bench_result}" if mine else "nothing"
+            report.problem(f"submission {event.submission_id}: the log says committed as "
+                           f"{event.source_commit}/{event.bench_result_commit}, replay made {got}")
+        if event.bench_result_commit not in reachable:
+            report.problem(f"submission {event.submission_id}: commit "
+                           f"{event.bench_result_commit} is not on main (history rewritten?)")
+
+
+def _compare_boards(replay: _Replay, live: BaseRepo, report: AuditReport) -> None:
+    if replay.head_at_live is None:
+        return
+    mine = KernelRepo(replay.fold.repo)
+    theirs = KernelRepo(live)
+    head = replay.head_at_live.decode()
+    for kernel_id in sorted(replay.fold.boards):
+        report.kernels_compared += 1
+        path = f"{PACKAGE_DIR}/bench_result.yaml"
+        a = mine.package_tree(kernel_id, head).get(path)
+        b = theirs.read_file_or_none(kernel_id, path)
+        if a != b:
+            report.problem(f"kernel {kernel_id}: live bench_result.yaml differs from the replay")
+
+
+def _compare_archive(
+    stream: dict[int, bytes] | None, archive: Archive, report: AuditReport
+) -> None:
+    expected = 1
+    for segment, seq, raw in archive.lines():
+        if seq != expected:
+            report.problem(f"archive: expected event {expected}, got {seq} in {segment} "
+                           "(a segment or events are missing)")
+            expected = seq
+        if stream is not None and stream.get(seq) not in (None, raw):
+            report.problem(f"archive: event {seq} differs from the stream's")
+        expected += 1
+    report.archived_seq = expected - 1
+    if stream is not None:
+        missing = [s for s in stream if s > report.archived_seq]
+        if len(stream) < report.archived_seq:
+            report.problem(f"stream holds {len(stream)} events, the archive {report.archived_seq}")
+        if missing:
+            report.notes.append(f"archive is {len(missing)} events behind the stream")
+
+
+def _index_seq(path: Path) -> tuple[int | None, bytes | None]:
+    if not path.is_file():
+        return None, None
+    data = path.read_bytes()
+    try:
+        return int(json.loads(data)["log_seq"]), data
+    except (ValueError, KeyError, TypeError):
+        return -1, data
+
+
+async def run_audit(
+    settings: Settings,
+    *,
+    clock: Callable[[], datetime],
+    elog: EventLog | None = None,
+    from_archive: Path | None = None,
+) -> AuditReport:
+    """Replay, compare, and write the report to `settings.data_dir/audit.json`."""
+    report = AuditReport(checked_at=iso(clock()), source="archive" if from_archive else "stream")
+    live = open_repo(from_archive or settings.kernel_repo_path, create=False)
+    live_seq = _live_head(live, report)
+    report.live_head_seq = live_seq
+    index_seq, live_index = (None, None) if from_archive else _index_seq(
+        settings.effective_index_path)
+    archive = Archive(live, service_person(settings))
+    if from_archive is not None:
+        packages: PackageSource = GitPackages(live)
+        events = _archive_events(archive)
+        stream = None
+    else:
+        assert elog is not None
+        packages = ObjectStorePackages(elog)
+        stream = {seq: raw_event(ev) async for seq, ev in elog.replay(1)}
+        events = _iter(stream)
+    replay = _Replay(packages, settings, live_seq, index_seq)
+    try:
+        async for seq, event in events:
+            await replay.feed(seq, event)
+    except HistoryDiverged as exc:
+        report.problem(exc.message)
+    report.log_seq = replay.log_seq
+    report.replay_head = replay.head_at_live.decode() if replay.head_at_live else None
+    if replay.head_at_live != ref_value(live, MAIN):
+        report.problem(f"main is {report.live_head}, the replay of the log up to event "
+                       f"{live_seq} gives {report.replay_head}")
+    if replay.fold.head != replay.head_at_live:
+        report.notes.append(f"the live projector is behind: the log goes on to {replay.log_seq}")
+    _compare_results(replay, live, report)
+    _compare_boards(replay, live, report)
+    _compare_archive(stream, archive, report)
+    if live_index is not None and replay.index_at != live_index:
+        report.problem(f"index.json (log_seq {index_seq}) differs from the replay's")
+    write_atomic(settings.data_dir / "audit.json", report.to_json())
+    return report
+
+
+async def _iter(stream: dict[int, bytes]) -> AsyncIterator[Stored]:
+    for seq, raw in stream.items():
+        yield seq, decode_event(raw)

@@ -1,0 +1,291 @@
+"""The kernel repo as a fold of the log: `accepted`, `kernel.imported` and `disqualified` → commits.
+
+Each event that changes a kernel becomes a source commit (the package, old scoreboard) and a
+bench-result commit (the new scoreboard), then one compare-and-swap of main. Events at or below
+the head's `Kz-Event-Seq` are only folded into memory, so a restart applies nothing twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dulwich.objects import Commit, ObjectID
+from dulwich.repo import BaseRepo
+
+from kz_events.events import (
+    Event,
+    KernelImported,
+    SubmissionAccepted,
+    SubmissionCommitted,
+    SubmissionDisqualified,
+    UnknownEvent,
+)
+from kz_events.ids import KernelId
+from kz_package.archive import PACKAGE_DIR
+from kz_projector.errors import BranchMoved, HistoryDiverged
+from kz_projector.gitstore import (
+    FILE_MODE,
+    MAIN,
+    FileMap,
+    Person,
+    Writer,
+    commit_trailers,
+    ref_value,
+)
+from kz_projector.packages import PackageSource, desc_of, files_of_tree
+from kz_projector.scoreboard import (
+    Accepted,
+    Board,
+    board_accept,
+    board_disqualify,
+    board_import,
+    iso,
+    metric_of_result,
+    render_yaml,
+    scoreboard,
+)
+
+__all__ = ["Applied", "GitFold", "author_of"]
+
+BENCH = f"{PACKAGE_DIR}/bench_result.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What one event did to the repo."""
+
+    seq: int
+    kernel_id: str
+    submission_id: str | None
+    source: str | None
+    bench_result: str
+    files: FileMap
+    announce: bool
+
+
+def author_of(ident: str) -> Person:
+    safe = "".join(c if c.isalnum() or c in "._+-" else "-" for c in ident) or "unknown"
+    return Person(ident, f"{safe}@submitters.kernel-zoo.invalid")
+
+
+def _metric_of_desc(files: FileMap) -> dict[str, str] | None:
+    metric = desc_of(files).get("metric")
+    if not isinstance(metric, dict):
+        return None
+    return {k: str(metric[k]) for k in ("name", "unit", "better") if k in metric}
+
+
+class GitFold:
+    """Folds events into `repo`'s main branch; `position` is the last sequence folded."""
+
+    def __init__(self, repo: BaseRepo, packages: PackageSource, service: Person) -> None:
+        self.repo = repo
+        self.packages = packages
+        self.service = service
+        self.writer = Writer(repo)
+        self.boards: dict[str, Board] = {}
+        self.head = ref_value(repo, MAIN)
+        self.resume_seq = self._head_seq()
+        self.position = 0
+        self.head_submission: tuple[str, str] | None = None
+
+    def _head_seq(self) -> int:
+        if self.head is None:
+            return 0
+        trailers = commit_trailers(self._commit(self.head))
+        if "Kz-Event-Seq" not in trailers:
+            raise HistoryDiverged(
+                f"main's head {self.head.decode()} has no Kz-Event-Seq trailer: expected a commit "
+                "made by the projector; someone moved the branch by hand"
+            )
+        return int(trailers["Kz-Event-Seq"])
+
+    def _commit(self, sha: ObjectID) -> Commit:
+        commit = self.repo.object_store[sha]
+        assert isinstance(commit, Commit)
+        return commit
+
+    # --- the fold -------------------------------------------------------------------------
+
+    async def apply(self, seq: int, event: Event | UnknownEvent) -> Applied | None:
+        """Fold one event; commit it when it lies past the head, else remember it only."""
+        if seq <= self.position:
+            return None
+        self.position = seq
+        live = seq > self.resume_seq
+        match event:
+            case SubmissionAccepted():
+                return await self._accepted(seq, event, live)
+            case KernelImported():
+                return await self._imported(seq, event, live)
+            case SubmissionDisqualified():
+                return await self._disqualified(seq, event, live)
+            case SubmissionCommitted() if not live:
+                self._learn_commit(event.kernel_id, event.submission_id, event.source_commit)
+        return None
+
+    def _board(self, kernel_id: str) -> Board:
+        return self.boards.get(kernel_id) or Board(kernel_id=kernel_id)
+
+    def _learn_commit(self, kernel_id: str, submission_id: str, source: str) -> None:
+        board = self._board(kernel_id)
+        items = tuple(
+            replace(a, commit=source) if a.submission_id == submission_id else a
+            for a in board.accepted
+        )
+        self.boards[kernel_id] = replace(board, accepted=items)
+
+    async def _accepted(self, seq: int, event: SubmissionAccepted, live: bool) -> Applied | None:
+        value = float(event.result["metric"]["value"])
+        item = Accepted(
+            seq=seq,
+            submission_id=event.submission_id,
+            submitter=event.submitter_id,
+            runner_id=event.runner_id,
+            digest=event.package_digest,
+            value=value,
+            at=iso(event.occurred_at),
+            result=event.result,
+            environment=dict(event.environment),
+        )
+        board = self._board(event.kernel_id)
+        metric = metric_of_result(event.result)
+        if not live:
+            self.boards[event.kernel_id] = board_accept(board, item, metric)
+            if seq == self.resume_seq:
+                self._learn_head(event.kernel_id, event.submission_id)
+            return None
+        files = await self.packages.files(event.package_digest)
+        subject = f"{event.kernel_id}: {event.message or 'submission ' + event.submission_id}"
+        trailers = self._trailers(event.submission_id, seq, event.kernel_id)
+        source, root = self._write(board, files, author_of(event.submitter_id), event, subject,
+                                   [*trailers, ("Kz-Package", event.package_digest),
+                                    ("Kz-Commit", "source")])
+        new_board = board_accept(board, replace(item, commit=source.decode()), metric)
+        return self._finish(seq, event, new_board, files, source, root, trailers,
+                            f"{event.kernel_id}: bench result {value:g} "
+                            f"{(new_board.metric or {}).get('unit', '')}".rstrip(), True)
+
+    async def _imported(self, seq: int, event: KernelImported, live: bool) -> Applied | None:
+        files = await self.packages.files(event.package_digest)
+        board = board_import(
+            self._board(event.kernel_id), event.package_digest, event.bench_result,
+            _metric_of_desc(files),
+        )
+        if not live:
+            self.boards[event.kernel_id] = board
+            return None
+        trailers = [("Kz-Event-Seq", str(seq)), ("Kz-Kernel", event.kernel_id),
+                    ("Kz-Package", event.package_digest), ("Kz-Commit", "import")]
+        tree_files = {**files, BENCH: (FILE_MODE, render_yaml(scoreboard(board)))}
+        root = self._root_with(event.kernel_id, tree_files)
+        subject = f"{event.kernel_id}: import{' - ' + event.message if event.message else ''}"
+        commit = self.writer.commit(tree=root, parent=self.head,
+                                    author=author_of(event.submitter_id),
+                                    committer=self.service, when=event.occurred_at,
+                                    subject=subject, trailers=trailers)
+        self._move(commit, root)
+        self.boards[event.kernel_id] = board
+        return Applied(seq, event.kernel_id, None, None, commit.decode(), tree_files, False)
+
+    async def _disqualified(
+        self, seq: int, event: SubmissionDisqualified, live: bool
+    ) -> Applied | None:
+        board = self._board(event.kernel_id)
+        new_board = board_disqualify(board, event.submission_id)
+        if new_board is None:
+            return None
+        if not live:
+            self.boards[event.kernel_id] = new_board
+            return None
+        digest = new_board.source_digest
+        files = await self.packages.files(digest) if digest else self._current_files(board)
+        trailers = self._trailers(event.submission_id, seq, event.kernel_id)
+        source, root = self._write(board, files, author_of(event.actor), event,
+                                   f"{event.kernel_id}: disqualify {event.submission_id}",
+                                   [*trailers, ("Kz-Package", digest or ""),
+                                    ("Kz-Commit", "source")])
+        return self._finish(seq, event, new_board, files, source, root, trailers,
+                            f"{event.kernel_id}: bench result after disqualification "
+                            f"({event.reason})", False)
+
+    # --- writing --------------------------------------------------------------------------
+
+    @staticmethod
+    def _trailers(submission_id: str, seq: int, kernel_id: str) -> list[tuple[str, str]]:
+        return [("Kz-Submission", submission_id), ("Kz-Event-Seq", str(seq)),
+                ("Kz-Kernel", kernel_id)]
+
+    def _head_tree(self) -> ObjectID | None:
+        return self._commit(self.head).tree if self.head is not None else None
+
+    def _root_with(self, kernel_id: str, files: FileMap) -> ObjectID:
+        kernel_tree = self.writer.tree_of(files)
+        return self.writer.put_path(self._head_tree(), list(KernelId.parse(kernel_id).parts),
+                                    kernel_tree)
+
+    def _write(
+        self, board: Board, files: FileMap, author: Person, event: Any, subject: str,
+        trailers: list[tuple[str, str]],
+    ) -> tuple[ObjectID, ObjectID]:
+        """The source commit: the package with the old scoreboard, on top of main."""
+        tree_files = {**files, BENCH: (FILE_MODE, render_yaml(scoreboard(board)))}
+        root = self._root_with(board.kernel_id, tree_files)
+        commit = self.writer.commit(tree=root, parent=self.head, author=author,
+                                    committer=self.service, when=event.occurred_at,
+                                    subject=subject, trailers=trailers)
+        return commit, root
+
+    def _finish(
+        self, seq: int, event: Any, board: Board, files: FileMap, source: ObjectID,
+        root: ObjectID,
+        trailers: list[tuple[str, str]], subject: str, announce: bool,
+    ) -> Applied:
+        """The bench-result commit with the new scoreboard, then the one compare-and-swap."""
+        tree_files = {**files, BENCH: (FILE_MODE, render_yaml(scoreboard(board)))}
+        kernel_tree = self.writer.tree_of(tree_files)
+        new_root = self.writer.put_path(root, list(KernelId.parse(board.kernel_id).parts),
+                                        kernel_tree)
+        bench = self.writer.commit(tree=new_root, parent=source, author=self.service,
+                                   committer=self.service, when=event.occurred_at,
+                                   subject=subject,
+                                   trailers=[*trailers, ("Kz-Commit", "bench-result")])
+        self._move(bench, new_root)
+        self.boards[board.kernel_id] = board
+        return Applied(seq, board.kernel_id, event.submission_id, source.decode(),
+                       bench.decode(), tree_files, announce)
+
+    def _move(self, new: ObjectID, tree: ObjectID) -> None:
+        if not self.writer.move(self.head, new):
+            raise BranchMoved(
+                f"main moved away from {self.head.decode() if self.head else 'nothing'} "
+                "while this projector wrote; it must resume from the new head"
+            )
+        self.head = new
+        self.writer.refresh_checkout(tree)
+
+    def _current_files(self, board: Board) -> FileMap:
+        tree = self._head_tree()
+        return files_of_tree(self.repo, tree, board.kernel_id) if tree is not None else {}
+
+    # --- resuming -------------------------------------------------------------------------
+
+    def _learn_head(self, kernel_id: str, submission_id: str) -> None:
+        """The head's source commit is known from git even if the log lacks `committed`."""
+        assert self.head is not None
+        source = self._commit(self.head).parents[0].decode()
+        self._learn_commit(kernel_id, submission_id, source)
+        self.head_submission = (kernel_id, submission_id)
+
+    def head_applied(self) -> Applied | None:
+        """The head as an `Applied` when it is an accepted result, so it can be re-announced."""
+        if self.head is None or self.head_submission is None:
+            return None
+        head = self._commit(self.head)
+        if commit_trailers(head).get("Kz-Commit") != "bench-result":
+            return None
+        kernel_id, submission_id = self.head_submission
+        files = files_of_tree(self.repo, head.tree, kernel_id)
+        return Applied(self.resume_seq, kernel_id, submission_id, head.parents[0].decode(),
+                       self.head.decode(), files, True)

@@ -1,0 +1,165 @@
+"""The git projector's shell: follows the log, feeds `GitFold`, announces `committed`.
+
+On start it folds the log up to the head's `Kz-Event-Seq` without writing, re-announces the
+head's `committed` if the log lacks it (same event id, stored once), then follows. After each
+commit it stores the kernel's trusted judge bundle under `judge_key(kernel_id)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dulwich.repo import BaseRepo
+
+from kz_events.config import Settings
+from kz_events.errors import ConcurrencyConflict, RuleViolation
+from kz_events.eventlog import EventLog
+from kz_events.events import Event, EventMeta, UnknownEvent
+from kz_events.ids import KernelId
+from kz_events.lifecycle import TERMINAL, Commit, SubmissionState, decide, evolve, fold
+from kz_events.subjects import aggregate_filter
+from kz_projector.errors import BranchMoved
+from kz_projector.gitfold import Applied, GitFold
+from kz_projector.gitstore import Person, open_repo
+from kz_projector.packages import ObjectStorePackages, PackageSource, put_judge_bundle
+
+__all__ = ["COMMITTED_NS", "GitProjector", "committed_event_id", "utcnow"]
+
+log = logging.getLogger(__name__)
+
+COMMITTED_NS = uuid.UUID("6f1c3a52-6c1e-4a57-9d0e-4b2a7f0c9e11")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def committed_event_id(submission_id: str, source_commit: str) -> str:
+    """The one event id of a submission's `committed`, so a re-announcement is stored once."""
+    return str(uuid.uuid5(COMMITTED_NS, f"{submission_id}/committed/{source_commit}"))
+
+
+def service_person(settings: Settings) -> Person:
+    return Person(settings.git_author_name, settings.git_author_email)
+
+
+class GitProjector:
+    """Keeps `settings.kernel_repo_path` (or `repo`) equal to the fold of the log."""
+
+    def __init__(
+        self,
+        elog: EventLog,
+        settings: Settings,
+        *,
+        repo: BaseRepo | None = None,
+        packages: PackageSource | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        actor: str = "projector",
+    ) -> None:
+        self.elog = elog
+        self.settings = settings
+        self.repo_path: Path | None = None if repo is not None else settings.kernel_repo_path
+        self.repo = repo
+        self.packages = packages or ObjectStorePackages(elog)
+        self.clock = clock
+        self.actor = actor
+        self.fold: GitFold | None = None
+        self.subs: dict[str, SubmissionState] = {}
+
+    @property
+    def position(self) -> int:
+        return self.fold.position if self.fold is not None else 0
+
+    async def start(self) -> None:
+        """Open the repo, fold the log up to its head, and re-announce the head if needed."""
+        repo = self.repo or open_repo(self.repo_path)
+        self.fold = GitFold(repo, self.packages, service_person(self.settings))
+        self.subs = {}
+        upto = self.fold.resume_seq
+        if upto > 0:
+            async for seq, event in self.elog.replay(1, upto=upto):
+                self._track(seq, event)
+                await self.fold.apply(seq, event)
+        self.fold.position = upto
+        head = self.fold.head_applied()
+        if head is not None:
+            await self.announce(head)
+
+    async def handle(self, seq: int, event: Event | UnknownEvent) -> Applied | None:
+        assert self.fold is not None
+        if seq <= self.fold.position:
+            return None
+        self._track(seq, event)
+        applied = await self.fold.apply(seq, event)
+        if applied is not None:
+            if applied.announce:
+                await self.announce(applied)
+            await put_judge_bundle(self.elog, applied.kernel_id, applied.files)
+        return applied
+
+    async def catch_up(self) -> int:
+        """Fold every event now in the log (starting if needed); returns the position."""
+        if self.fold is None:
+            await self.start()
+        async for seq, event in self.elog.replay(self.position + 1):
+            await self.handle(seq, event)
+        return self.position
+
+    async def run(self) -> None:
+        """Follow the log forever; a lost compare-and-swap restarts from the new head."""
+        while True:
+            try:
+                await self.start()
+                async for seq, event in self.elog.subscribe(from_seq=self.position + 1):
+                    await self.handle(seq, event)
+            except BranchMoved as exc:
+                log.info("git projector: %s", exc.message)
+                self.fold = None
+
+    # --- committed ------------------------------------------------------------------------
+
+    def _track(self, seq: int, event: Event | UnknownEvent) -> None:
+        sid = getattr(event, "submission_id", None)
+        if sid is None or getattr(event, "aggregate", "") != "submission":
+            return
+        state = evolve(self.subs.get(sid, SubmissionState()), event, seq)
+        if state.status in TERMINAL:
+            self.subs.pop(sid, None)
+        else:
+            self.subs[sid] = state
+
+    async def announce(self, applied: Applied) -> None:
+        """Append `committed` for an applied result, unless the log has it already."""
+        assert applied.submission_id is not None and applied.source is not None
+        meta = EventMeta(
+            event_id=committed_event_id(applied.submission_id, applied.source),
+            occurred_at=self.clock(),
+            actor=self.actor,
+        )
+        command = Commit(meta=meta, source_commit=applied.source,
+                         bench_result_commit=applied.bench_result, accepted_seq=applied.seq)
+        state = self.subs.get(applied.submission_id)
+        for _ in range(5):
+            if state is None:
+                state = await self._load(applied.kernel_id, applied.submission_id)
+            try:
+                events = decide(state, command)
+            except RuleViolation as exc:
+                log.info("git projector: not announcing %s: %s", applied.submission_id, exc.message)
+                return
+            if not events:
+                return
+            try:
+                await self.elog.append(events[0], expect=state.version)
+                return
+            except ConcurrencyConflict:
+                state = None
+        raise ConcurrencyConflict(f"could not announce {applied.submission_id}: kept conflicting")
+
+    async def _load(self, kernel_id: str, submission_id: str) -> SubmissionState:
+        subject = aggregate_filter("submission", KernelId.parse(kernel_id).arch, submission_id)
+        return fold(await self.elog.load(subject))

@@ -1,0 +1,231 @@
+"""Object-level git with dulwich: blobs, trees and commits first, then one compare-and-swap.
+
+No working tree is needed and no `git` process runs. A non-bare repo's checkout is refreshed
+after the branch moved. A `<ref>.lock` left by a crash is reported, never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import cast
+
+from dulwich.file import FileLocked
+from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
+from dulwich.refs import Ref
+from dulwich.repo import BaseRepo, MemoryRepo, Repo
+from dulwich.trailers import Trailer, format_trailers, parse_trailers
+
+from kz_projector.errors import RefLocked
+
+__all__ = [
+    "MAIN",
+    "FileMap",
+    "Person",
+    "Writer",
+    "commit_trailers",
+    "open_repo",
+    "read_subtree",
+    "ref_value",
+]
+
+MAIN = Ref(b"refs/heads/main")
+EXEC_MODE = stat.S_IFREG | 0o755
+FILE_MODE = stat.S_IFREG | 0o644
+
+FileMap = Mapping[str, tuple[int, bytes]]
+"""Package files: path relative to the package root → (git mode, content)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    name: str
+    email: str
+
+    def ident(self) -> bytes:
+        name, email = (_clean(s) for s in (self.name, self.email))
+        return f"{name} <{email}>".encode()
+
+
+def _clean(text: str) -> str:
+    return text.replace("<", "").replace(">", "").replace("\n", " ")
+
+
+def open_repo(path: Path | None, *, create: bool = True) -> BaseRepo:
+    """The kernel repo at `path` (bare or not), created bare when missing; None: in memory."""
+    if path is None:
+        repo: BaseRepo = MemoryRepo()
+        repo.refs.set_symbolic_ref(Ref(b"HEAD"), MAIN)
+        return repo
+    if not path.exists() or not any(path.iterdir()):
+        if not create:
+            raise FileNotFoundError(f"expected a git repository at {path}, found none")
+        path.mkdir(parents=True, exist_ok=True)
+        disk = Repo.init_bare(str(path), default_branch=b"main")
+    else:
+        disk = Repo(str(path))
+    config = disk.get_config()
+    if config.get_boolean((b"core",), b"fsyncObjectFiles", False) is not True:
+        config.set((b"core",), b"fsyncObjectFiles", True)
+        config.write_to_path()
+        disk = Repo(str(path))
+    return disk
+
+
+def ref_value(repo: BaseRepo, ref: Ref = MAIN) -> ObjectID | None:
+    try:
+        return repo.refs[ref]
+    except KeyError:
+        return None
+
+
+def commit_trailers(commit: Commit) -> dict[str, str]:
+    _, trailers = parse_trailers(commit.message)
+    return {t.key: t.value for t in trailers}
+
+
+def read_subtree(repo: BaseRepo, tree_id: ObjectID, parts: list[str]) -> ObjectID | None:
+    """The id of the tree at `parts` below `tree_id`, or None."""
+    current = tree_id
+    for part in parts:
+        tree = repo.object_store[current]
+        assert isinstance(tree, Tree)
+        try:
+            mode, sha = tree[part.encode()]
+        except KeyError:
+            return None
+        if not stat.S_ISDIR(mode):
+            return None
+        current = sha
+    return current
+
+
+def walk_files(
+    repo: BaseRepo, tree_id: ObjectID, prefix: str = ""
+) -> Iterator[tuple[str, int, ObjectID]]:
+    """(path, mode, blob id) of every file below `tree_id`, sorted by path."""
+    tree = repo.object_store[tree_id]
+    assert isinstance(tree, Tree)
+    for item in tree.iteritems():
+        name = prefix + item.path.decode()
+        if stat.S_ISDIR(item.mode):
+            yield from walk_files(repo, item.sha, name + "/")
+        else:
+            yield name, item.mode, item.sha
+
+
+class Writer:
+    """Builds objects in a repo's store; `move` then sets a ref once, compare-and-swap."""
+
+    def __init__(self, repo: BaseRepo) -> None:
+        self.repo = repo
+        self.store = repo.object_store
+
+    def add(self, obj: ShaFile) -> ObjectID:
+        if obj.id not in self.store:
+            self.store.add_object(obj)
+        return obj.id
+
+    def blob(self, data: bytes) -> ObjectID:
+        return self.add(Blob.from_string(data))
+
+    def tree_of(self, files: FileMap) -> ObjectID:
+        """A tree holding `files` (nested directories built bottom-up)."""
+        nested: dict[str, object] = {}
+        for path, (mode, data) in files.items():
+            node = nested
+            *dirs, name = path.split("/")
+            for part in dirs:
+                node = node.setdefault(part, {})  # type: ignore[assignment]
+            node[name] = (mode, data)
+        return self._tree(nested)
+
+    def _tree(self, nested: dict[str, object]) -> ObjectID:
+        tree = Tree()
+        for name, value in nested.items():
+            if isinstance(value, dict):
+                tree.add(name.encode(), stat.S_IFDIR, self._tree(value))
+            else:
+                mode, data = cast(tuple[int, bytes], value)
+                tree.add(name.encode(), mode, self.blob(data))
+        return self.add(tree)
+
+    def put_path(
+        self, root: ObjectID | None, parts: list[str], subtree: ObjectID | None
+    ) -> ObjectID:
+        """`root` with the entry at `parts` replaced by `subtree` (None removes it)."""
+        return self._put(root, parts, subtree) or self.add(Tree())
+
+    def _put(
+        self, root: ObjectID | None, parts: list[str], subtree: ObjectID | None
+    ) -> ObjectID | None:
+        entries: dict[bytes, tuple[int, ObjectID]] = {}
+        if root is not None:
+            old = self.store[root]
+            assert isinstance(old, Tree)
+            entries = {item.path: (item.mode, item.sha) for item in old.iteritems()}
+        head = parts[0].encode()
+        if len(parts) == 1:
+            new_id = subtree
+        else:
+            child = entries.get(head)
+            below = child[1] if child is not None and stat.S_ISDIR(child[0]) else None
+            new_id = self._put(below, parts[1:], subtree)
+        if new_id is None:
+            entries.pop(head, None)
+        else:
+            entries[head] = (stat.S_IFDIR, new_id)
+        if not entries:
+            return None
+        tree = Tree()
+        for name, (mode, sha) in entries.items():
+            tree.add(name, mode, sha)
+        return self.add(tree)
+
+    def commit(
+        self,
+        *,
+        tree: ObjectID,
+        parent: ObjectID | None,
+        author: Person,
+        committer: Person,
+        when: datetime,
+        subject: str,
+        trailers: list[tuple[str, str]],
+    ) -> ObjectID:
+        """A deterministic commit: same inputs, same id."""
+        commit = Commit()
+        commit.tree = tree
+        commit.parents = [parent] if parent is not None else []
+        commit.author = author.ident()
+        commit.committer = committer.ident()
+        seconds = int(when.timestamp())
+        commit.author_time = commit.commit_time = seconds
+        commit.author_timezone = commit.commit_timezone = 0
+        body = format_trailers([Trailer(k, v) for k, v in trailers])
+        commit.message = subject.encode() + b"\n\n" + body
+        return self.add(commit)
+
+    def move(self, old: ObjectID | None, new: ObjectID, ref: Ref = MAIN) -> bool:
+        """Compare-and-swap `ref` from `old` to `new`; False when another writer moved it."""
+        try:
+            if old is None:
+                return bool(self.repo.refs.add_if_new(ref, new))
+            return bool(self.repo.refs.set_if_equals(ref, old, new))
+        except FileLocked as exc:
+            raise RefLocked(
+                f"cannot move {ref.decode()}: its lock file {os.fsdecode(exc.lockfilename)} "
+                "exists; "
+                "another writer holds it, or a crash left it behind - remove it by hand once "
+                "no git process runs on this repo",
+                details={"lock": os.fsdecode(exc.lockfilename)},
+            ) from exc
+
+    def refresh_checkout(self, tree: ObjectID) -> None:
+        """Bring a non-bare repo's index and files to `tree`; a bare repo has none."""
+        if isinstance(self.repo, Repo) and not self.repo.bare:
+            self.repo.get_worktree().reset_index(tree)

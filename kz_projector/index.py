@@ -1,0 +1,299 @@
+"""`index.json` as a fold of the log: `fold_index(state, seq, event)` and `render_index(state)`.
+
+No clock, disk or network: `generated_at` is the time of the last folded event, so the same log
+position renders the same bytes. Titles and languages come from package desc.yaml files, which
+the shell adds with `with_facts` (contents are immutable per digest). For speed over long logs
+`fold_index` updates the state it is given and returns it; keep a copy if you need the old one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from kz_events.events import (
+    Event,
+    KernelClaimed,
+    KernelImported,
+    KernelReleased,
+    RunnerDeregistered,
+    RunnerRegistered,
+    SubmissionAccepted,
+    SubmissionCancelled,
+    SubmissionClaimed,
+    SubmissionCommitted,
+    SubmissionDisqualified,
+    SubmissionFailed,
+    SubmissionRejected,
+    SubmissionSubmitted,
+    UnknownEvent,
+)
+from kz_events.ids import KernelId
+from kz_projector.scoreboard import iso
+
+__all__ = [
+    "HISTORY_LENGTH",
+    "IndexState",
+    "KernelInfo",
+    "PackageFacts",
+    "ValueRec",
+    "digest_needed",
+    "fold_index",
+    "render_index",
+    "with_facts",
+]
+
+HISTORY_LENGTH = 20
+
+
+@dataclass(frozen=True, slots=True)
+class PackageFacts:
+    """What index.json shows from a package's desc.yaml."""
+
+    title: str
+    language: str
+    metric: dict[str, str] | None
+
+
+@dataclass(slots=True)
+class ValueRec:
+    """One accepted value with its spread and provenance."""
+
+    value: float
+    submitter: str
+    submission: str
+    at: str
+    seq: int
+    p10: float | None = None
+    p90: float | None = None
+    commit: str | None = None
+    disqualified: bool = False
+
+    def doc(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"value": self.value, "submitter": self.submitter,
+                               "submission": self.submission, "at": self.at,
+                               "commit": self.commit}
+        if self.p10 is not None and self.p90 is not None:
+            out["spread"] = {"p10": self.p10, "p90": self.p90}
+        return out
+
+
+@dataclass(slots=True)
+class KernelInfo:
+    kernel_id: str
+    digest: str | None = None
+    metric: dict[str, str] | None = None
+    seed: dict[str, Any] | None = None
+    accepted: dict[str, ValueRec] = field(default_factory=dict)
+    history: list[ValueRec] = field(default_factory=list)
+    disqualified: list[str] = field(default_factory=list)
+    last_activity_at: str | None = None
+
+
+@dataclass(slots=True)
+class IndexState:
+    log_seq: int = 0
+    generated_at: str | None = None
+    head_commit: str | None = None
+    kernels: dict[str, KernelInfo] = field(default_factory=dict)
+    open_subs: dict[str, tuple[str, str]] = field(default_factory=dict)  # sid → (arch, status)
+    runners: dict[str, dict[str, Any]] = field(default_factory=dict)
+    facts: dict[str, PackageFacts] = field(default_factory=dict)
+
+
+def digest_needed(state: IndexState, event: Event | UnknownEvent) -> str | None:
+    """The package digest whose facts the fold of `event` wants and the state lacks."""
+    if isinstance(event, SubmissionAccepted | KernelImported):
+        return None if event.package_digest in state.facts else event.package_digest
+    return None
+
+
+def with_facts(state: IndexState, digest: str, facts: PackageFacts) -> IndexState:
+    state.facts[digest] = facts
+    return state
+
+
+def _spread(result: dict[str, Any]) -> tuple[float | None, float | None]:
+    headline = result.get("metric", {}).get("value")
+    stats = [w.get("stats") for w in result.get("workloads") or [] if isinstance(w, dict)]
+    chosen = [s for w, s in zip(result.get("workloads") or [], stats, strict=False)
+              if isinstance(s, dict) and w.get("value") == headline] or [
+        s for s in stats if isinstance(s, dict)]
+    if not chosen or "p10" not in chosen[0] or "p90" not in chosen[0]:
+        return None, None
+    return float(chosen[0]["p10"]), float(chosen[0]["p90"])
+
+
+def _kernel(state: IndexState, kernel_id: str) -> KernelInfo:
+    if kernel_id not in state.kernels:
+        state.kernels[kernel_id] = KernelInfo(kernel_id)
+    return state.kernels[kernel_id]
+
+
+def _touch(state: IndexState, kernel_id: str, at: str) -> None:
+    if kernel_id in state.kernels:
+        state.kernels[kernel_id].last_activity_at = at
+
+
+def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -> None:
+    info = _kernel(state, event.kernel_id)
+    p10, p90 = _spread(event.result)
+    rec = ValueRec(float(event.result["metric"]["value"]), event.submitter_id,
+                   event.submission_id, at, seq, p10, p90)
+    info.accepted[event.submission_id] = rec
+    info.history = [*info.history, rec][-HISTORY_LENGTH:]
+    info.digest = event.package_digest
+    metric = event.result.get("metric", {})
+    info.metric = info.metric or {k: str(metric[k]) for k in ("name", "unit", "better")
+                                  if k in metric}
+    state.open_subs.pop(event.submission_id, None)
+
+
+def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
+    sid = getattr(event, "submission_id", "")
+    match event:
+        case SubmissionSubmitted():
+            state.open_subs[sid] = (event.kernel.arch, "queued")
+        case SubmissionClaimed() if sid in state.open_subs:
+            state.open_subs[sid] = (state.open_subs[sid][0], "running")
+        case SubmissionAccepted():
+            _accepted(state, seq, event, at)
+        case SubmissionRejected() | SubmissionFailed() | SubmissionCancelled():
+            state.open_subs.pop(sid, None)
+        case SubmissionCommitted() if event.kernel_id in state.kernels:
+            rec = state.kernels[event.kernel_id].accepted.get(sid)
+            if rec is not None:
+                rec.commit = event.source_commit
+            state.head_commit = event.bench_result_commit
+        case SubmissionDisqualified() if event.kernel_id in state.kernels:
+            info = state.kernels[event.kernel_id]
+            rec = info.accepted.pop(sid, None)
+            if rec is not None:
+                rec.disqualified = True
+                info.disqualified.append(sid)
+
+
+def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> IndexState:
+    """The index after the event stored at `seq`."""
+    if isinstance(event, UnknownEvent):
+        state.log_seq = seq
+        return state
+    at = iso(event.occurred_at)
+    state.log_seq, state.generated_at = seq, at
+    match event:
+        case KernelImported():
+            info = _kernel(state, event.kernel_id)
+            info.digest = event.package_digest
+            bench = event.bench_result or {}
+            info.seed = bench if "best" in bench else None
+            facts = state.facts.get(event.package_digest)
+            info.metric = (facts.metric if facts else None) or bench.get("metric") or info.metric
+        case RunnerRegistered():
+            state.runners[event.runner_id] = {"id": event.runner_id, "arches": list(event.arches),
+                                              "device": event.device or None,
+                                              "last_heartbeat": at, "state": "registered"}
+        case RunnerDeregistered() if event.runner_id in state.runners:
+            state.runners[event.runner_id] |= {"state": "deregistered", "last_heartbeat": at}
+        case KernelClaimed() | KernelReleased():
+            pass
+        case _ if getattr(event, "aggregate", "") == "submission":
+            _submission(state, seq, event, at)
+    kernel_id = getattr(event, "kernel_id", None)
+    if kernel_id is not None:
+        _touch(state, kernel_id, at)
+    return state
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+
+def _wins(a: float, b: float, better: str) -> bool:
+    return a > b if better == "higher" else a < b
+
+
+def _best(info: KernelInfo) -> dict[str, Any] | None:
+    better = (info.metric or {}).get("better", "lower")
+    best: ValueRec | None = None
+    for rec in info.accepted.values():
+        if best is None or _wins(rec.value, best.value, better):
+            best = rec
+    seed = (info.seed or {}).get("best")
+    if isinstance(seed, dict) and (best is None or not _wins(best.value, seed["value"], better)):
+        return {"value": seed["value"], "submitter": seed.get("submitter"),
+                "submission": seed.get("submission_id"), "at": seed.get("at"),
+                "commit": seed.get("commit")}
+    return best.doc() if best is not None else None
+
+
+def _current(info: KernelInfo) -> dict[str, Any] | None:
+    if info.accepted:
+        return next(reversed(info.accepted.values())).doc()
+    seed = (info.seed or {}).get("current")
+    if isinstance(seed, dict):
+        return {"value": seed["value"], "submitter": seed.get("submitter"),
+                "submission": seed.get("submission_id"), "at": seed.get("at"),
+                "commit": seed.get("commit")}
+    return None
+
+
+def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
+    kid = KernelId.parse(info.kernel_id)
+    facts = state.facts.get(info.digest or "")
+    seed_count = int((info.seed or {}).get("accepted_count", 0))
+    return {
+        "id": info.kernel_id,
+        **dict(zip(("arch", "op_class", "sub_class", "quant", "name"), kid.parts, strict=True)),
+        "title": facts.title if facts else kid.name,
+        "language": facts.language if facts else "other",
+        "metric": (facts.metric if facts and facts.metric else None) or info.metric,
+        "best": _best(info),
+        "current": _current(info),
+        "accepted_count": seed_count + len(info.accepted),
+        "last_activity_at": info.last_activity_at,
+        "disqualified": list(info.disqualified),
+        "history": [{"value": r.value, "at": r.at, "submission": r.submission,
+                     "disqualified": r.disqualified} for r in info.history],
+    }
+
+
+def _leaderboards(kernels: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for doc in kernels:
+        if doc["best"] is None:
+            continue
+        group = "/".join(doc["id"].split("/")[:4])
+        groups.setdefault(group, []).append(doc)
+    boards: dict[str, list[dict[str, Any]]] = {}
+    for group, docs in sorted(groups.items()):
+        higher = ((docs[0]["metric"] or {}).get("better") == "higher")
+        ranked = sorted(docs, key=lambda d: (-d["best"]["value"] if higher else d["best"]["value"],
+                                             d["id"]))
+        boards[group] = [{"kernel_id": d["id"], "rank": i + 1, "value": d["best"]["value"]}
+                         for i, d in enumerate(ranked)]
+    return boards
+
+
+def _queue(state: IndexState) -> dict[str, dict[str, int]]:
+    queue: dict[str, dict[str, int]] = {}
+    for arch, status in state.open_subs.values():
+        counts = queue.setdefault(arch, {"queued": 0, "running": 0})
+        counts[status] += 1
+    return dict(sorted(queue.items()))
+
+
+def render_index(state: IndexState) -> bytes:
+    """index.json bytes: same state, same bytes (keys sorted, kernels by id)."""
+    kernels = [_kernel_doc(state, state.kernels[k]) for k in sorted(state.kernels)]
+    doc = {
+        "schema_version": 1,
+        "log_seq": state.log_seq,
+        "head_commit": state.head_commit,
+        "generated_at": state.generated_at,
+        "kernels": kernels,
+        "leaderboards": _leaderboards(kernels),
+        "queue": _queue(state),
+        "runners": [state.runners[r] for r in sorted(state.runners)],
+    }
+    return msgspec.json.encode(doc, order="sorted")

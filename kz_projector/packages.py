@@ -1,0 +1,187 @@
+"""Where the projections get package contents: the object store by digest, or a repo clone.
+
+Both sources answer `files(digest)` with the package's files as a `FileMap`; contents are
+immutable per digest, so a small cache in front is always right.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Protocol
+
+from dulwich.objects import Blob, Commit, ObjectID
+from dulwich.refs import Ref
+from dulwich.repo import BaseRepo
+
+from kz_events.errors import ObjectNotFound
+from kz_events.eventlog import EventLog
+from kz_events.subjects import PACKAGES_BUCKET, judge_key
+from kz_package.archive import PACKAGE_DIR, pack_directory, unpack_tarball
+from kz_package.errors import PackageError
+from kz_package.yaml_safe import load_yaml
+from kz_projector.errors import PackageUnavailable
+from kz_projector.gitstore import (
+    EXEC_MODE,
+    FILE_MODE,
+    MAIN,
+    FileMap,
+    commit_trailers,
+    read_subtree,
+    ref_value,
+    walk_files,
+)
+
+__all__ = [
+    "JUDGE_FILES",
+    "GitPackages",
+    "ObjectStorePackages",
+    "PackageSource",
+    "desc_of",
+    "files_from_dir",
+    "files_of_tree",
+    "judge_bundle",
+    "put_judge_bundle",
+]
+
+JUDGE_FILES = ("desc.yaml", "bench_result.yaml", "benchmark.py", "build_test_env.py")
+DESC = f"{PACKAGE_DIR}/desc.yaml"
+
+
+class PackageSource(Protocol):
+    async def files(self, digest: str) -> FileMap: ...
+
+
+def files_from_dir(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every regular file below `root` as a `FileMap`, keeping the executable bit."""
+    out: dict[str, tuple[int, bytes]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in {".git", "__pycache__"})
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if path.is_symlink() or not path.is_file() or name.endswith(".pyc"):
+                continue
+            mode = EXEC_MODE if path.stat().st_mode & 0o111 else FILE_MODE
+            out[path.relative_to(root).as_posix()] = (mode, path.read_bytes())
+    return dict(sorted(out.items()))
+
+
+def desc_of(files: FileMap) -> dict[str, Any]:
+    """desc.yaml of a package as data (empty when absent or unreadable)."""
+    entry = files.get(DESC)
+    if entry is None:
+        return {}
+    try:
+        data = load_yaml(entry[1], path=DESC)
+    except PackageError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class _Cache:
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self.items: OrderedDict[str, FileMap] = OrderedDict()
+
+    def get(self, key: str) -> FileMap | None:
+        if key in self.items:
+            self.items.move_to_end(key)
+            return self.items[key]
+        return None
+
+    def put(self, key: str, value: FileMap) -> None:
+        self.items[key] = value
+        if len(self.items) > self.size:
+            self.items.popitem(last=False)
+
+
+class ObjectStorePackages:
+    """Packages from `KZ_PACKAGES`, unpacked with the same safety checks as uploads."""
+
+    def __init__(self, elog: EventLog) -> None:
+        self.elog = elog
+        self.cache = _Cache()
+
+    async def files(self, digest: str) -> FileMap:
+        cached = self.cache.get(digest)
+        if cached is not None:
+            return cached
+        try:
+            data = await self.elog.get_object_bytes(PACKAGES_BUCKET, digest)
+        except ObjectNotFound as exc:
+            raise PackageUnavailable(
+                f"package {digest} is not in {PACKAGES_BUCKET}; expected the tarball there"
+            ) from exc
+        with tempfile.TemporaryDirectory(prefix="kz-proj-") as tmp:
+            root = Path(tmp) / "pkg"
+            unpack_tarball(io.BytesIO(data), root)
+            files = files_from_dir(root)
+        self.cache.put(digest, files)
+        return files
+
+
+class GitPackages:
+    """Packages read back from a kernel repo's history (source commits carry `Kz-Package`)."""
+
+    def __init__(self, repo: BaseRepo, ref: Ref = MAIN) -> None:
+        self.repo = repo
+        self.ref = ref
+        self.where: dict[str, tuple[ObjectID, str]] | None = None
+
+    def _index(self) -> dict[str, tuple[ObjectID, str]]:
+        where: dict[str, tuple[ObjectID, str]] = {}
+        head = ref_value(self.repo, self.ref)
+        for entry in self.repo.get_walker(include=[head]) if head else []:
+            trailers = commit_trailers(entry.commit)
+            if "Kz-Package" in trailers and "Kz-Kernel" in trailers:
+                where[trailers["Kz-Package"]] = (entry.commit.id, trailers["Kz-Kernel"])
+        return where
+
+    async def files(self, digest: str) -> FileMap:
+        if self.where is None:
+            self.where = self._index()
+        if digest not in self.where:
+            raise PackageUnavailable(f"package {digest} is in no source commit of the repo")
+        commit_id, kernel_id = self.where[digest]
+        commit = self.repo.object_store[commit_id]
+        assert isinstance(commit, Commit)
+        files = files_of_tree(self.repo, commit.tree, kernel_id)
+        if not files:
+            raise PackageUnavailable(f"commit {commit_id.decode()} lacks {kernel_id}")
+        return files
+
+
+def files_of_tree(repo: BaseRepo, root: ObjectID, kernel_id: str) -> dict[str, tuple[int, bytes]]:
+    """The files of the kernel at `kernel_id` in the tree `root` (empty when it is absent)."""
+    tree = read_subtree(repo, root, kernel_id.split("/"))
+    out: dict[str, tuple[int, bytes]] = {}
+    if tree is None:
+        return out
+    for path, mode, sha in walk_files(repo, tree):
+        blob = repo.object_store[sha]
+        assert isinstance(blob, Blob)
+        out[path] = (mode, blob.data)
+    return out
+
+
+def judge_bundle(files: FileMap) -> bytes:
+    """The canonical tar.gz of a package's judge files (`.kernel_package/` as main has it)."""
+    with tempfile.TemporaryDirectory(prefix="kz-judge-") as tmp:
+        root = Path(tmp) / "judge"
+        meta = root / PACKAGE_DIR
+        meta.mkdir(parents=True)
+        for name in JUDGE_FILES:
+            entry = files.get(f"{PACKAGE_DIR}/{name}")
+            if entry is not None:
+                (meta / name).write_bytes(entry[1])
+                (meta / name).chmod(0o755 if entry[0] == EXEC_MODE else 0o644)
+        out = io.BytesIO()
+        pack_directory(root, out)
+        return out.getvalue()
+
+
+async def put_judge_bundle(elog: EventLog, kernel_id: str, files: FileMap) -> None:
+    await elog.put_object(PACKAGES_BUCKET, judge_key(kernel_id), io.BytesIO(judge_bundle(files)))

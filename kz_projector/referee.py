@@ -1,0 +1,163 @@
+"""The referee: turns each `result` into `accepted`, `rejected` or `failed` through `decide(Judge)`.
+
+The benchmark's verdict stands; the rules check the result's form, that it comes from the
+current claim, and that it fits the kernel's metric (main's trusted desc.yaml for an existing
+kernel, the submitted package's for a new one). Appends carry the concurrency check; a result
+already judged or no longer current is skipped, so the referee is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from kz_events.errors import ConcurrencyConflict, RuleViolation
+from kz_events.eventlog import EventLog
+from kz_events.events import Event, EventMeta, SubmissionResult, UnknownEvent
+from kz_events.ids import KernelId
+from kz_events.lifecycle import (
+    TERMINAL,
+    Judge,
+    MetricSpec,
+    Status,
+    SubmissionState,
+    decide,
+    evolve,
+    fold,
+)
+from kz_events.subjects import aggregate_filter
+from kz_package.archive import PACKAGE_DIR
+from kz_package.errors import PackageError
+from kz_package.yaml_safe import load_yaml
+from kz_projector.errors import PackageUnavailable
+from kz_projector.packages import PackageSource, desc_of
+from kz_projector.repo_read import KernelRepo
+
+__all__ = ["Referee", "metric_spec"]
+
+log = logging.getLogger(__name__)
+
+
+def metric_spec(desc: dict[str, object]) -> MetricSpec | None:
+    metric = desc.get("metric")
+    if not isinstance(metric, dict) or not {"name", "unit", "better"} <= set(metric):
+        return None
+    return MetricSpec(str(metric["name"]), str(metric["unit"]), str(metric["better"]))
+
+
+class Referee:
+    """Judges results; keeps an in-memory fold of open submissions to find what is pending."""
+
+    def __init__(
+        self,
+        elog: EventLog,
+        repo: KernelRepo,
+        packages: PackageSource,
+        *,
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str],
+        actor: str = "referee",
+    ) -> None:
+        self.elog = elog
+        self.repo = repo
+        self.packages = packages
+        self.clock = clock
+        self.new_id = new_id
+        self.actor = actor
+        self.subs: dict[str, SubmissionState] = {}
+        self.results: dict[str, tuple[int, SubmissionResult]] = {}
+        self.position = 0
+
+    def track(self, seq: int, event: Event | UnknownEvent) -> None:
+        self.position = max(self.position, seq)
+        sid = getattr(event, "submission_id", None)
+        if sid is None or getattr(event, "aggregate", "") != "submission":
+            return
+        state = evolve(self.subs.get(sid, SubmissionState()), event, seq)
+        if isinstance(event, SubmissionResult):
+            self.results[sid] = (seq, event)
+        if state.status in TERMINAL or state.status is Status.ACCEPTED:
+            self.subs.pop(sid, None)
+            self.results.pop(sid, None)
+        else:
+            self.subs[sid] = state
+
+    def pending(self) -> list[tuple[int, str]]:
+        """(result seq, submission id) of every result not judged yet, oldest first."""
+        return sorted(
+            (s.result_seq, sid)
+            for sid, s in self.subs.items()
+            if s.status is Status.RUNNING and s.result_seq is not None
+        )
+
+    async def catch_up(self) -> int:
+        """Fold the log to its end, then judge every pending result; returns the position."""
+        async for seq, event in self.elog.replay(self.position + 1):
+            self.track(seq, event)
+        for _, sid in self.pending():
+            await self.judge(sid)
+        return self.position
+
+    async def run(self) -> None:
+        await self.catch_up()
+        async for seq, event in self.elog.subscribe(from_seq=self.position + 1):
+            self.track(seq, event)
+            if isinstance(event, SubmissionResult):
+                await self.judge(event.submission_id)
+
+    async def judge(self, submission_id: str) -> None:
+        state = self.subs.get(submission_id)
+        for _ in range(5):
+            if state is None or state.result_seq is None or state.status is not Status.RUNNING:
+                return
+            result = await self._result_event(state)
+            if result is None:
+                return
+            command = Judge(
+                meta=EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor),
+                result_seq=state.result_seq,
+                result_event=result,
+                metric=await self.metric_for(state),
+            )
+            try:
+                events = decide(state, command)
+                await self.elog.append(events[0], expect=state.version)
+                return
+            except RuleViolation as exc:
+                log.info("referee: skipping %s: %s", submission_id, exc.message)
+                return
+            except ConcurrencyConflict:
+                state = await self._load(state)
+        log.warning("referee: gave up on %s after repeated conflicts", submission_id)
+
+    async def _load(self, state: SubmissionState) -> SubmissionState:
+        arch = KernelId.parse(state.kernel_id).arch
+        return fold(await self.elog.load(aggregate_filter("submission", arch, state.submission_id)))
+
+    async def _result_event(self, state: SubmissionState) -> SubmissionResult | None:
+        known = self.results.get(state.submission_id)
+        if known is not None and known[0] == state.result_seq:
+            return known[1]
+        arch = KernelId.parse(state.kernel_id).arch
+        stored = await self.elog.load(aggregate_filter("submission", arch, state.submission_id))
+        for seq, event in stored:
+            if seq == state.result_seq and isinstance(event, SubmissionResult):
+                return event
+        return None
+
+    async def metric_for(self, state: SubmissionState) -> MetricSpec | None:
+        """Main's trusted metric for an existing kernel; the submitted desc's for a new one."""
+        trusted = self.repo.read_file_or_none(state.kernel_id, f"{PACKAGE_DIR}/desc.yaml")
+        if trusted is not None:
+            try:
+                data = load_yaml(trusted, path="desc.yaml")
+            except PackageError:
+                data = None
+            if isinstance(data, dict):
+                return metric_spec(data)
+        try:
+            files = await self.packages.files(state.package_digest)
+        except PackageUnavailable:
+            return None
+        return metric_spec(desc_of(files))

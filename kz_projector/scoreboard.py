@@ -1,0 +1,203 @@
+"""The scoreboard fold: a kernel's accepted results → its `bench_result.yaml`, as pure functions.
+
+A `Board` holds what the kernel repo needs per kernel: the declared metric, an imported seed
+scoreboard, the accepted results still standing (disqualified ones are dropped), and which
+package's source main carries. `scoreboard(board)` renders the document CONTRACTS.md fixes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "Accepted",
+    "Board",
+    "best_entry",
+    "board_accept",
+    "board_disqualify",
+    "board_import",
+    "entry_of",
+    "iso",
+    "metric_of_result",
+    "render_yaml",
+    "scoreboard",
+]
+
+
+def iso(moment: datetime) -> str:
+    """RFC 3339 in UTC with a `Z`, the one time format of every projection."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accepted:
+    """One accepted result, as the scoreboard shows it."""
+
+    seq: int
+    submission_id: str
+    submitter: str
+    runner_id: str
+    digest: str
+    value: float
+    at: str
+    result: dict[str, Any]
+    environment: dict[str, str]
+    commit: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Board:
+    """Everything the repo's scoreboard of one kernel is folded from."""
+
+    kernel_id: str
+    metric: dict[str, str] | None = None
+    seed: dict[str, Any] | None = None
+    base_digest: str | None = None
+    accepted: tuple[Accepted, ...] = ()
+    source_digest: str | None = None
+
+
+def metric_of_result(result: dict[str, Any]) -> dict[str, str] | None:
+    metric = result.get("metric")
+    if not isinstance(metric, dict):
+        return None
+    return {k: str(metric[k]) for k in ("name", "unit", "better") if k in metric}
+
+
+def board_import(
+    board: Board, digest: str, seed: dict[str, Any] | None, metric: dict[str, str] | None
+) -> Board:
+    """An imported package becomes the kernel's base: its source, and its scoreboard as a seed."""
+    has_entries = seed is not None and "best" in seed
+    return replace(
+        board,
+        metric=metric or board.metric,
+        seed=seed if has_entries else None,
+        base_digest=digest,
+        source_digest=digest,
+    )
+
+
+def board_accept(board: Board, accepted: Accepted, metric: dict[str, str] | None) -> Board:
+    return replace(
+        board,
+        metric=metric or board.metric or metric_of_result(accepted.result),
+        accepted=(*board.accepted, accepted),
+        source_digest=accepted.digest,
+    )
+
+
+def board_disqualify(board: Board, submission_id: str) -> Board | None:
+    """The board without `submission_id`; main's source falls back to the best result left.
+
+    None when the submission is not among the standing results (nothing to re-fold).
+    """
+    left = tuple(a for a in board.accepted if a.submission_id != submission_id)
+    if len(left) == len(board.accepted):
+        return None
+    fallback = _best_accepted(left, _better(board))
+    source = fallback.digest if fallback is not None else board.base_digest
+    return replace(board, accepted=left, source_digest=source or board.source_digest)
+
+
+def _better(board: Board) -> str:
+    return (board.metric or {}).get("better", "lower")
+
+
+def _wins(value: float, than: float, better: str) -> bool:
+    return value > than if better == "higher" else value < than
+
+
+def _best_accepted(accepted: tuple[Accepted, ...], better: str) -> Accepted | None:
+    best: Accepted | None = None
+    for item in accepted:
+        if best is None or _wins(item.value, best.value, better):
+            best = item
+    return best
+
+
+def _workloads(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per-workload values; sample lists shrink to their count so the file stays small."""
+    out = []
+    for workload in result.get("workloads") or []:
+        item = {k: workload[k] for k in ("name", "value") if k in workload}
+        stats = workload.get("stats")
+        if isinstance(stats, dict):
+            stats = dict(stats)
+            if isinstance(stats.get("samples"), list):
+                stats["samples"] = len(stats["samples"])
+            item["stats"] = stats
+        out.append(item)
+    return out
+
+
+def entry_of(item: Accepted) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "value": item.value,
+        "workloads": _workloads(item.result),
+        "submission_id": item.submission_id,
+        "submitter": item.submitter,
+        "runner_id": item.runner_id,
+        "at": item.at,
+    }
+    if item.commit is not None:
+        entry["commit"] = item.commit
+    return entry
+
+
+def best_entry(board: Board) -> dict[str, Any] | None:
+    """The best standing entry: an accepted result, or the imported seed's best."""
+    best = _best_accepted(board.accepted, _better(board))
+    seed_best = (board.seed or {}).get("best")
+    if best is None:
+        return dict(seed_best) if isinstance(seed_best, dict) else None
+    seed_value = float(seed_best["value"]) if isinstance(seed_best, dict) else None
+    if seed_value is not None and not _wins(best.value, seed_value, _better(board)):
+        return dict(seed_best)  # type: ignore[arg-type]
+    return entry_of(best)
+
+
+def _environment(item: Accepted) -> dict[str, str]:
+    env = item.result.get("environment")
+    merged = {str(k): str(v) for k, v in (env or {}).items()} if isinstance(env, dict) else {}
+    merged.update(item.environment)
+    return dict(sorted(merged.items()))
+
+
+def scoreboard(board: Board) -> dict[str, Any]:
+    """`bench_result.yaml` of the board: current, best, count, environment, correctness."""
+    doc: dict[str, Any] = {"schema_version": 1, "kernel_id": board.kernel_id}
+    if board.metric is not None:
+        doc["metric"] = dict(board.metric)
+    seed = board.seed or {}
+    count = int(seed.get("accepted_count", 0)) + len(board.accepted)
+    best = best_entry(board)
+    if board.accepted:
+        latest = board.accepted[-1]
+        doc["current"] = entry_of(latest)
+        doc["environment"] = _environment(latest)
+        correctness = latest.result.get("correctness")
+        if isinstance(correctness, dict):
+            doc["correctness"] = correctness
+    elif isinstance(seed.get("current"), dict):
+        doc["current"] = dict(seed["current"])
+        for key in ("environment", "correctness"):
+            if key in seed:
+                doc[key] = seed[key]
+    if best is not None:
+        doc["best"] = best
+    if "current" in doc or board.metric is not None:
+        doc["accepted_count"] = count
+    if "current" in doc and "metric" not in doc:
+        doc["metric"] = metric_of_result(board.accepted[-1].result) if board.accepted else {}
+    return doc
+
+
+def render_yaml(doc: dict[str, Any]) -> bytes:
+    """Deterministic YAML: the same document always gives the same bytes."""
+    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return text.encode()

@@ -1,0 +1,70 @@
+"""Helpers for running small packages through the real sandbox backend."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kz_events.ids import KernelId
+from kz_runner.backends import SandboxBackend
+from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
+from kz_runner.limits import MIB, StepLimits
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+KERNEL_ID = KernelId.parse("cpu/Norm/RMSNorm/fp32/sandbox_test")
+RESULT_KEYS = {"schema_version", "accepted", "reason", "metric", "workloads", "correctness"}
+
+
+def check_document(data: bytes) -> dict[str, Any]:
+    """A small stand-in for the package validator: JSON object with the required keys."""
+    document = json.loads(data)
+    if not isinstance(document, dict) or not document.keys() >= RESULT_KEYS:
+        raise ValueError(f"result document must hold {sorted(RESULT_KEYS)}")
+    if not isinstance(document["accepted"], bool):
+        raise ValueError("accepted must be a boolean")
+    return document
+
+
+RunPackage = Callable[..., TaskOutcome]
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> SandboxBackend:
+    backend = SandboxBackend()
+    backend.check_available()
+    return backend
+
+
+@pytest.fixture
+def run_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
+    """Write a package with the given benchmark (and build) source and execute it."""
+
+    def run(
+        benchmark: str,
+        *,
+        build: str = "print('build ok')",
+        step_timeout_s: float = 20.0,
+        limits: StepLimits | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> TaskOutcome:
+        workdir = tmp_path / "work"
+        (workdir / ".kernel_package").mkdir(parents=True)
+        (workdir / ".kernel_package" / "build_test_env.py").write_text(textwrap.dedent(build))
+        (workdir / ".kernel_package" / "benchmark.py").write_text(textwrap.dedent(benchmark))
+        spec = TaskSpec(
+            kernel_id=KERNEL_ID,
+            arch="cpu",
+            workdir=workdir,
+            harness_path=REPO_ROOT,
+            step_timeout_s=step_timeout_s,
+            task_timeout_s=60.0,
+            limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),
+        )
+        return execute_task(spec, sandbox, cancelled=cancelled, validate_result=check_document)
+
+    return run

@@ -1,0 +1,205 @@
+"""The docker backend against a fake Engine API served over HTTP, through the real SDK."""
+
+from __future__ import annotations
+
+import json
+import struct
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import docker
+import pytest
+
+from kz_runner.backends.base import BackendUnavailable, StepSpec
+from kz_runner.backends.docker_engine import DockerBackend
+from kz_runner.limits import MIB, StepLimits
+
+pytestmark = pytest.mark.unit
+
+
+class FakeEngine:
+    """What the fake engine was asked, and how its one container behaves."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.created: dict[str, Any] = {}
+        self.output = b"hello from the container\n"
+        self.exit_code = 0
+        self.hang = False
+        self.killed = threading.Event()
+        self.removed = False
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">BxxxL", 1, len(payload)) + payload
+
+
+def make_handler(engine: FakeEngine) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def _json(self, status: int, body: object) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _empty(self, status: int = 204) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def _route(self, method: str) -> None:
+            path = urlparse(self.path).path.split("/", 2)[-1]  # drop the /v1.xx prefix
+            engine.calls.append((method, path))
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            done = not engine.hang or engine.killed.is_set()
+            if path == "version":
+                self._json(200, {"ApiVersion": "1.43", "Version": "24.0.0"})
+            elif path == "containers/create":
+                engine.created = json.loads(body)
+                self._json(201, {"Id": "c0ffee", "Warnings": []})
+            elif path == "containers/c0ffee/json":
+                code = 137 if engine.killed.is_set() else engine.exit_code
+                status = "exited" if done else "running"
+                state = {"Status": status, "Running": not done, "ExitCode": code}
+                self._json(
+                    200, {"Id": "c0ffee", "State": state, "Config": {"Tty": False}, "Name": "/t"}
+                )
+            elif path == "containers/c0ffee/logs":
+                self._logs()
+            elif path in ("containers/c0ffee/start", "containers/c0ffee/kill"):
+                if path.endswith("kill"):
+                    engine.killed.set()
+                self._empty()
+            elif path == "containers/c0ffee/wait":
+                self._json(200, {"StatusCode": engine.exit_code})
+            elif method == "DELETE" and path == "containers/c0ffee":
+                engine.removed = True
+                self._empty()
+            else:
+                self._json(404, {"message": f"no route {method} {path}"})
+
+        def _logs(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.docker.raw-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(_frame(engine.output))
+            self.wfile.flush()
+            if engine.hang:
+                engine.killed.wait(10)
+            self.close_connection = True
+
+        def do_GET(self) -> None:
+            self._route("GET")
+
+        def do_POST(self) -> None:
+            self._route("POST")
+
+        def do_DELETE(self) -> None:
+            self._route("DELETE")
+
+    return Handler
+
+
+@pytest.fixture
+def engine() -> Iterator[tuple[FakeEngine, docker.DockerClient]]:
+    fake = FakeEngine()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(fake))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    client = docker.DockerClient(
+        base_url=f"tcp://127.0.0.1:{server.server_address[1]}", version="1.43"
+    )
+    yield fake, client
+    client.close()
+    server.shutdown()
+    server.server_close()
+
+
+def _step(tmp_path: Path, timeout_s: float = 10.0, **limits: Any) -> StepSpec:
+    return StepSpec(
+        argv=("python3", ".kernel_package/benchmark.py"),
+        workdir=tmp_path,
+        env={"KZ_ARCH": "sm90"},
+        timeout_s=timeout_s,
+        limits=StepLimits(memory_bytes=2048 * MIB, max_pids=64, max_file_bytes=8 * MIB, **limits),
+        readonly_paths=(tmp_path / "harness",),
+    )
+
+
+def test_the_container_carries_every_limit(engine: tuple[FakeEngine, Any], tmp_path: Path) -> None:
+    """The create payload disables the network, locks the root and sets every limit."""
+    fake, client = engine
+    backend = DockerBackend(image="kz/runner:cuda", client=client, cpus=2.0, user="1000:1000")
+    result = backend.run(_step(tmp_path))
+    assert result.exit_code == 0 and result.output == b"hello from the container\n"
+    made = fake.created
+    host = made["HostConfig"]
+    assert made["Image"] == "kz/runner:cuda" and made["User"] == "1000:1000"
+    assert made["NetworkDisabled"] is True and host["NetworkMode"] == "none"
+    assert host["ReadonlyRootfs"] is True
+    assert host["Memory"] == 2048 * MIB and host["MemorySwap"] == 2048 * MIB
+    assert host["PidsLimit"] == 64 and host["NanoCpus"] == 2_000_000_000
+    assert {"Name": "fsize", "Soft": 8 * MIB, "Hard": 8 * MIB} in host["Ulimits"]
+    assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
+    assert host["DeviceRequests"][0]["Count"] == -1 and host["DeviceRequests"][0][
+        "Capabilities"
+    ] == [["gpu"]]
+    assert "/tmp" in host["Tmpfs"]
+    assert f"{tmp_path}:{tmp_path}:rw" in host["Binds"]
+    assert f"{tmp_path / 'harness'}:{tmp_path / 'harness'}:ro" in host["Binds"]
+    assert made["WorkingDir"] == str(tmp_path) and "KZ_ARCH=sm90" in made["Env"]
+    assert fake.removed
+
+
+def test_a_hanging_container_is_killed_at_the_timeout_and_removed(
+    engine: tuple[FakeEngine, Any], tmp_path: Path
+) -> None:
+    """A container that outlives its step timeout is killed, reported, and removed."""
+    fake, client = engine
+    fake.hang = True
+    result = DockerBackend(image="i", client=client).run(_step(tmp_path, timeout_s=0.5))
+    assert result.timed_out and result.killed_reason == "timeout"
+    assert fake.killed.is_set() and fake.removed
+
+
+def test_output_over_the_limit_kills_the_container(
+    engine: tuple[FakeEngine, Any], tmp_path: Path
+) -> None:
+    """Logs past max_output_bytes are cut with a marker and the container is killed."""
+    fake, client = engine
+    fake.hang = True
+    fake.output = b"x" * 100_000
+    result = DockerBackend(image="i", client=client).run(_step(tmp_path, max_output_bytes=1000))
+    assert result.killed_reason == "output_limit" and result.output_truncated
+    assert result.output.startswith(b"x" * 1000) and b"truncated" in result.output
+    assert fake.removed
+
+
+def test_a_failing_exit_code_is_reported(engine: tuple[FakeEngine, Any], tmp_path: Path) -> None:
+    """The container's exit code comes back as the step's exit code."""
+    fake, client = engine
+    fake.exit_code = 3
+    assert DockerBackend(image="i", client=client, gpus=None).run(_step(tmp_path)).exit_code == 3
+    assert fake.created["HostConfig"].get("DeviceRequests") in (None, [])
+
+
+def test_availability_is_checked_against_the_engine(engine: tuple[FakeEngine, Any]) -> None:
+    """check_available asks the engine's version, and an unreachable engine is one clear error."""
+    fake, client = engine
+    DockerBackend(image="i", client=client).check_available()
+    assert ("GET", "version") in fake.calls
+    with pytest.raises(BackendUnavailable, match="docker engine not reachable"):
+        DockerBackend(image="i", base_url="tcp://127.0.0.1:1").check_available()

@@ -1,0 +1,125 @@
+"""`execute_task` maps every way a task ends to its reason code (driven by the stub backend)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kz_events.ids import KernelId
+from kz_runner.backends.base import StepResult, StepSpec
+from kz_runner.backends.stub import StubBackend
+from kz_runner.execute import TaskSpec, execute_task
+
+pytestmark = pytest.mark.unit
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def check(data: bytes) -> dict[str, Any]:
+    document = json.loads(data)
+    if not isinstance(document.get("accepted"), bool):
+        raise ValueError("accepted must be a boolean")
+    return dict(document)
+
+
+def _package(tmp_path: Path, script: dict[str, Any] | None = None) -> Path:
+    workdir = tmp_path / "pkg"
+    (workdir / ".kernel_package").mkdir(parents=True)
+    for name in ("build_test_env.py", "benchmark.py"):
+        (workdir / ".kernel_package" / name).write_text("pass\n")
+    if script is not None:
+        (workdir / "src").mkdir()
+        (workdir / "src" / "stub.json").write_text(json.dumps(script))
+    return workdir
+
+
+def _spec(workdir: Path, **overrides: Any) -> TaskSpec:
+    return TaskSpec(kernel_id=KernelId.parse("sm90/GEMM/dense/fp8/t"), arch="sm90", workdir=workdir,
+                    harness_path=REPO_ROOT, **overrides)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("verdict", "reason"),
+    [("accept", "accepted"), ("reject", "rejected"), ("build_fail", "build_failed"),
+     ("error", "benchmark_error"), ("hang", "timed_out"), ("invalid", "invalid_result")],
+)  # fmt: skip
+def test_each_ending_has_its_reason(tmp_path: Path, verdict: str, reason: str) -> None:
+    """The stub's scripted endings map to the six reason codes."""
+    outcome = execute_task(_spec(_package(tmp_path, {"verdict": verdict})), StubBackend(),
+                           validate_result=check)  # fmt: skip
+    assert outcome.reason == reason
+    assert (outcome.result is not None) is (reason in ("accepted", "rejected"))
+    assert outcome.environment["backend"] == "stub"
+    assert f"== {reason}:".encode() in outcome.log
+
+
+class RecordingBackend(StubBackend):
+    """The stub, remembering every step it was given."""
+
+    def __init__(self) -> None:
+        self.steps: list[StepSpec] = []
+
+    def run(self, step: StepSpec, *, cancelled: Any = None) -> StepResult:
+        self.steps.append(step)
+        return super().run(step, cancelled=cancelled)
+
+
+def test_the_steps_get_the_contract_environment(tmp_path: Path) -> None:
+    """Both steps run in the work dir with the KZ_ variables and the harness on PYTHONPATH."""
+    baseline = tmp_path / "bench_result.yaml"
+    baseline.write_text("schema_version: 1\n")
+    backend = RecordingBackend()
+    workdir = _package(tmp_path)
+    outcome = execute_task(_spec(workdir, baseline_path=baseline), backend, validate_result=check)
+    assert outcome.reason == "accepted"
+    build, bench = backend.steps
+    assert build.argv[1].endswith("build_test_env.py") and bench.argv[1].endswith("benchmark.py")
+    env = bench.env
+    assert env["KZ_KERNEL_ID"] == "sm90/GEMM/dense/fp8/t" and env["KZ_ARCH"] == "sm90"
+    assert env["KZ_BASELINE_PATH"] == str(baseline) and baseline in bench.readonly_paths
+    assert Path(env["KZ_RESULT_PATH"]).parent == workdir.resolve()
+    harness_root = Path(env["PYTHONPATH"])
+    assert harness_root in bench.readonly_paths and not harness_root.exists()  # removed after
+
+
+def test_no_baseline_means_no_baseline_variable(tmp_path: Path) -> None:
+    """KZ_BASELINE_PATH is absent for a new kernel."""
+    backend = RecordingBackend()
+    execute_task(_spec(_package(tmp_path)), backend, validate_result=check)
+    assert "KZ_BASELINE_PATH" not in backend.steps[1].env
+
+
+def test_a_spent_task_budget_times_out_before_the_step(tmp_path: Path) -> None:
+    """With no task time left, the step is not started and the task times out."""
+    backend = RecordingBackend()
+    outcome = execute_task(
+        _spec(_package(tmp_path), task_timeout_s=0.0), backend, validate_result=check
+    )
+    assert outcome.reason == "timed_out" and backend.steps == []
+
+
+def test_a_missing_script_fails_the_right_step(tmp_path: Path) -> None:
+    """No build script is build_failed; no benchmark script is benchmark_error."""
+    workdir = _package(tmp_path)
+    (workdir / ".kernel_package" / "benchmark.py").unlink()
+    assert (
+        execute_task(_spec(workdir), StubBackend(), validate_result=check).reason
+        == "benchmark_error"
+    )
+    (workdir / ".kernel_package" / "build_test_env.py").unlink()
+    assert (
+        execute_task(_spec(workdir), StubBackend(), validate_result=check).reason == "build_failed"
+    )
+
+
+def test_a_validator_refusal_is_an_invalid_result(tmp_path: Path) -> None:
+    """A document the injected validator rejects gives invalid_result with its message."""
+
+    def refuse(data: bytes) -> dict[str, Any]:
+        raise ValueError("metric does not fit the kernel")
+
+    outcome = execute_task(_spec(_package(tmp_path)), StubBackend(), validate_result=refuse)
+    assert outcome.reason == "invalid_result" and "metric does not fit" in outcome.message

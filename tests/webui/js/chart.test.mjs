@@ -1,0 +1,73 @@
+// Chart scales map linearly, ticks are round numbers and times, the frontier steps to new bests.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { chartModel, frontierPath, linearScale, niceDomain, niceStep, niceTicks, timeLabel, timeTicks, withFrontier } from '../../../webui/js/lib/chart.js';
+
+test('linearScale maps and inverts, and a flat domain maps to the middle', () => {
+  const s = linearScale([0, 10], [100, 200]);
+  assert.equal(s(5), 150);
+  assert.equal(s.invert(150), 5);
+  assert.equal(linearScale([3, 3], [0, 10])(3), 5);
+});
+
+test('niceStep and niceTicks choose 1/2/2.5/5 x 10^k steps', () => {
+  assert.equal(niceStep(100, 5), 20);
+  assert.equal(niceStep(0.9, 5), 0.2);
+  assert.deepEqual(niceTicks(0, 100, 5), [0, 20, 40, 60, 80, 100]);
+  assert.deepEqual(niceTicks(401, 499, 4), [425, 450, 475]);
+  assert.deepEqual(niceTicks(5, 5), [5]);
+});
+
+test('niceDomain pads to round bounds and never crosses zero for positive data', () => {
+  const [lo, hi] = niceDomain([412.6, 498.1]);
+  assert.ok(lo < 412.6 && hi > 498.1);
+  assert.equal(lo % 25, 0);
+  assert.equal(niceDomain([1, 2])[0] >= 0, true);
+  assert.deepEqual(niceDomain([]), [0, 1]);
+});
+
+test('timeTicks fit the span and label midnight with the date', () => {
+  const t0 = Date.parse('2025-05-01T09:00:00Z');
+  const ticks = timeTicks(t0, t0 + 5 * 86400e3, 6);
+  assert.ok(ticks.length >= 3 && ticks.length <= 6);
+  assert.equal(ticks[0].label, 'May 02');
+  assert.equal(timeLabel(Date.parse('2025-05-01T14:30:00Z'), 3600e3), '14:30');
+  assert.equal(timeLabel(Date.parse('2025-05-01T00:00:00Z'), 3600e3), 'May 01');
+  assert.equal(timeLabel(Date.parse('2025-05-01T00:00:00Z'), 91 * 86400e3), '2025-05');
+});
+
+const history = [
+  { value: 500, at: '2025-05-01T00:00:00Z', commit: 'a' },
+  { value: 450, at: '2025-05-02T00:00:00Z', commit: 'b' },
+  { value: 470, at: '2025-05-03T00:00:00Z', commit: 'c' },
+  { value: 420, at: '2025-05-04T00:00:00Z', commit: 'd' },
+];
+
+test('withFrontier marks new bests in the metric direction, in time order', () => {
+  const lower = withFrontier([...history].reverse(), 'lower');
+  assert.deepEqual(lower.map((p) => p.record), [true, true, false, true]);
+  assert.deepEqual(lower.map((p) => p.bestSoFar), [500, 450, 450, 420]);
+  const higher = withFrontier(history, 'higher');
+  assert.deepEqual(higher.map((p) => p.record), [true, false, false, false]);
+});
+
+test('frontierPath steps horizontally then vertically to each record', () => {
+  const pts = withFrontier(history, 'lower');
+  const d = frontierPath(pts, (t) => (t - pts[0].t) / 86400e3, (v) => v, 10);
+  assert.equal(d, 'M0.0,500.0H1.0V450.0H3.0V420.0H10.0');
+});
+
+test('chartModel places every point inside the frame with ticks on both axes', () => {
+  const m = chartModel(history, { width: 600, height: 240, better: 'lower' });
+  assert.equal(m.points.length, 4);
+  for (const p of m.points) {
+    assert.ok(p.cx >= m.margin.left && p.cx <= 600 - m.margin.right);
+    assert.ok(p.cy >= m.margin.top && p.cy <= 240 - m.margin.bottom);
+  }
+  const best = m.points.find((p) => p.value === 420);
+  const worst = m.points.find((p) => p.value === 500);
+  assert.ok(best.cy > worst.cy, 'smaller values are drawn lower');
+  assert.ok(m.yTicks.length >= 3 && m.xTicks.length >= 2);
+  assert.match(m.frontier, /^M/);
+  assert.equal(chartModel([history[0]], {}).points.length, 1);
+});
