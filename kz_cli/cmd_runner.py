@@ -60,7 +60,8 @@ async def run_runner(
     stop: asyncio.Event | None = None,
 ) -> Runner:
     """Build a runner from settings and serve until SIGTERM/SIGINT (or `stop`)."""
-    backend = get_backend(backend_name, image=settings.runner_image)
+    backend_settings = {"image": settings.runner_image} if backend_name == "docker" else {}
+    backend = get_backend(backend_name, **backend_settings)
     info = RunnerInfo(
         runner_id=settings.runner_id or default_runner_id(),
         arches=arches,

@@ -48,6 +48,7 @@ from kz_events.events import (
     encode_event,
     subject_of,
 )
+from kz_events.reader import BatchReader
 from kz_events.subjects import (
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
@@ -289,29 +290,23 @@ class EventLog:
         batch: int = 1000,
     ) -> AsyncIterator[Stored]:
         """Events from `from_seq` up to the stream's end now (or `upto`), in order, then stop."""
-        config = ConsumerConfig(
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=max(1, from_seq),
-            ack_policy=AckPolicy.NONE,
-            filter_subject=subject_filter,
-            inactive_threshold=60.0,
-        )
-        psub = await self._retry(
-            lambda: self.js.pull_subscribe(subject_filter, stream=stream, config=config)
+        reader = BatchReader(
+            self.nc,
+            self.js,
+            stream,
+            subject_filter,
+            from_seq,
+            timeout_s=self.options.request_timeout_s,
         )
         try:
-            remaining = int((await psub.consumer_info()).num_pending)
-            while remaining > 0:
-                fetch = functools.partial(psub.fetch, min(batch, remaining), timeout=5)
-                msgs = await self._retry(fetch)
-                for msg in msgs:
-                    seq = int(msg.metadata.sequence.stream)
+            while not reader.drained:
+                records = await self._retry(functools.partial(reader.next_batch, batch))
+                for seq, subject, data in records:
                     if upto is not None and seq > upto:
                         return
-                    remaining = int(msg.metadata.num_pending)
-                    yield seq, checked_event(msg.subject, msg.data)
+                    yield seq, checked_event(subject, data)
         finally:
-            await psub.unsubscribe()
+            await reader.close()
 
     async def subscribe(
         self,

@@ -6,6 +6,7 @@ package's path in the kernel repo and, encoded, a token of a NATS subject.
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass
@@ -61,6 +62,10 @@ class KernelId:
         """Parse `a/b/c/d/e`; a single %2F-encoded form is accepted too."""
         if not isinstance(text, str):
             raise InvalidKernelId(f"kernel id must be a string, got {type(text).__name__}")
+        return _parse_kernel_id(text) if cls is KernelId else cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> KernelId:
         normalised = text.replace("%2F", "/").replace("%2f", "/")
         segments = normalised.split("/")
         if len(segments) != len(_PARTS):
@@ -86,6 +91,12 @@ class KernelId:
     @property
     def repo_path(self) -> str:
         return str(self)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_kernel_id(text: str) -> KernelId:
+    """Kernel ids are parsed on every event read; they are immutable, so share the results."""
+    return KernelId._parse(text)
 
 
 def parse_arch(text: str) -> Arch:

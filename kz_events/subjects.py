@@ -36,12 +36,15 @@ LOGS_BUCKET = "KZ_LOGS"
 
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-")
 _ESCAPE = re.compile(r"%([0-9A-F]{2})")
+_PLAIN = re.compile(r"[A-Za-z0-9_+\-]+")
 
 
 def encode_token(text: str) -> str:
     """Encode `text` as one NATS subject token; `decode_token` inverts it."""
     if not text:
         raise ValueError("a subject token cannot be empty")
+    if _PLAIN.fullmatch(text):  # the common case (uuids, most arches): nothing to escape
+        return text
     return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in text.encode())
 
 

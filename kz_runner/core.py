@@ -139,6 +139,7 @@ class Runner:
         base = Path(
             tempfile.mkdtemp(prefix=f"task-{lease.submission_id[:8]}-", dir=self.options.workdir)
         )
+        base.chmod(0o711)  # the sandbox's unprivileged uid must be able to reach pkg/
         try:
             workdir = base / "pkg"
             tarball = base / "package.tar.gz"
@@ -147,6 +148,7 @@ class Runner:
                 unpack_tarball(tarball, workdir)
             except PackageError as exc:
                 return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
+            workdir.chmod(0o755)
             baseline = await self._overlay_judge(lease, base, workdir)
             task.phase = "run"
             spec = TaskSpec(

@@ -12,7 +12,7 @@ import anyio.to_thread
 from litestar import Controller, Request, post
 from litestar.di import Provide
 
-from kz_api.auth import identify_submitter
+from kz_api.auth import SubmitterDep, identify_submitter
 from kz_api.context import Ctx
 from kz_api.errors import ApiError
 from kz_api.kernelrepo import commit_files, main_head

@@ -199,6 +199,7 @@ class _Handler(BaseHTTPRequestHandler):
             TYPES.get(target.suffix, "application/octet-stream"),
             {"Cache-Control": "no-cache"},
         )
+        return None
 
     # -- the API -----------------------------------------------------------------------
 
@@ -221,6 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
         if m:
             return self._kernel(m.group(1), m.group(2))
         self._error(404, "not_found", f"no route /api{path}")
+        return None
 
     def _index(self, q: dict[str, str]) -> None:
         st = self.state
@@ -235,6 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
         if st.index_override is not None:
             return self._send(200, st.index_override, "application/json")
         self._json(st.index, etag=True)
+        return None
 
     def _kernel(self, kid: str, sub: str | None) -> None:
         kid = kid.replace("%2F", "/")
@@ -242,6 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not re.fullmatch(r"[\w.+-]+(/[\w.+-]+){4}", kid) or not folder.is_dir():
             return self._error(404, "unknown_kernel", f"no kernel {kid}")
         self._json(_load(folder / ("history.json" if sub else "detail.json")))
+        return None
 
     def _submissions(self, q: dict[str, str]) -> None:
         docs = _load(self.state.fixtures / "submissions.json")["submissions"]
@@ -273,6 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
             }
             return self._json({**status, "changed": doc["version"] > since})
         self._json({k: v for k, v in doc.items() if k != "log_text"})
+        return None
 
     def _sse(self) -> None:
         st = self.state

@@ -67,7 +67,7 @@ def big_index(n: int, groups: int = 200) -> dict[str, Any]:
 def test_board_updates_live_keeping_search_focus(
     page: Any, webui_base_url: str, fixture_api: Any
 ) -> None:
-    """A committed event makes the board refetch index.json and re-rank without a reload or losing focus."""
+    """A committed event refetches index.json and re-ranks the board, no reload, focus kept."""
     page.goto(f"{webui_base_url}/webui/#/board/{MHA}")
     page.wait_for_selector("table.board tbody tr")
     page.click("#search")
@@ -84,7 +84,8 @@ def test_board_updates_live_keeping_search_focus(
         _committed_event(index["log_seq"], "11111111-2222-4333-8444-555555555555", entry["id"])
     )
     page.wait_for_function(
-        "document.querySelector('tr[data-kernel$=\"/triton_fa_v2\"] td.value')?.textContent === '401'"
+        "document.querySelector('tr[data-kernel$=\"/triton_fa_v2\"] td.value')"
+        "?.textContent === '401'"
     )
     row = page.locator("tr[data-kernel$='/triton_fa_v2']")
     assert row.locator("td.col-rank").inner_text().startswith("1")
@@ -189,12 +190,13 @@ def test_ten_thousand_kernels_render_a_bounded_first_page(
     assert page.locator("table.board tbody tr").count() == 80
     assert "10,000 kernels on 200 boards" in page.locator(".summary").inner_text()
     assert "page 1 of 25" in page.locator(".pager").inner_text()
-    page.get_by_role("button", name="next ›").click()
+    page.get_by_role("button", name="next \u203a").click()
     page.wait_for_function("location.hash.includes('page=2')")
     assert page.locator("section[data-board]").count() == 8
     rendered = page.evaluate("performance.getEntriesByName('kz:boards-rendered')[0]?.startTime")
     print(
-        f"10,000 kernels: boards rendered {rendered:.0f} ms into the page, {elapsed * 1000:.0f} ms wall"
+        f"10,000 kernels: boards rendered {rendered:.0f} ms into the page,"
+        f" {elapsed * 1000:.0f} ms wall"
     )
 
 
@@ -204,7 +206,7 @@ def test_a_board_of_250_kernels_is_paged(page: Any, webui_base_url: str, fixture
     page.goto(f"{webui_base_url}/webui/#/board/sm00/Op0/main/fp16")
     page.wait_for_selector("a.kname")
     assert page.locator("table.board tbody tr").count() == 100
-    page.get_by_role("button", name="last »").click()
+    page.get_by_role("button", name="last \u00bb").click()
     page.wait_for_function("document.querySelectorAll('table.board tbody tr').length === 50")
     assert (
         page.locator("table.board tbody tr")

@@ -2,7 +2,7 @@
 // that refetches index.json when an event may have changed it.
 
 import { api } from './api.js';
-import { changesIndex, eventKind } from './lib/events.js';
+import { changesIndex } from './lib/events.js';
 import { normaliseIndex } from './lib/model.js';
 
 const FEED_LIMIT = 300;
@@ -154,4 +154,3 @@ live.states.on(({ reconnected }) => {
   if (reconnected) indexStore.refreshSoon(0);
 });
 
-export { eventKind };

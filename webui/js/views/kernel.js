@@ -4,7 +4,7 @@
 import { api, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { indexStore } from '../live.js';
-import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatSpeedup, formatSpread, formatTimestamp, shortId } from '../lib/format.js';
+import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatSpeedup, formatSpread, shortId } from '../lib/format.js';
 import { locateKernel, normaliseScore } from '../lib/model.js';
 import { links } from '../lib/route.js';
 import { historyChart } from './chart.js';

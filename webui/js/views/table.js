@@ -1,7 +1,7 @@
 // The leaderboard table shared by the boards overview and the single board view.
 
 import { badge, h, time } from '../dom.js';
-import { chooseScale, formatRelative, formatScaled, formatSpeedup, formatSpread, formatTimestamp, formatNumber } from '../lib/format.js';
+import { chooseScale, formatRelative, formatScaled, formatSpeedup, formatSpread, formatNumber } from '../lib/format.js';
 import { links } from '../lib/route.js';
 
 const COLUMNS = [
@@ -99,4 +99,3 @@ export function boardTable(board, entries, { sort, onSort, now, changed, scale =
   );
 }
 
-export { formatTimestamp };

@@ -1,0 +1,108 @@
+"""The runner against a real NATS server with the real sandbox: claim, run, report."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kz_events.eventlog import EventLog
+from kz_events.events import SubmissionClaimed, SubmissionResult
+from kz_events.server import EmbeddedServer
+from kz_runner.backends import get_backend
+from kz_runner.core import Runner, RunnerOptions
+from kz_runner.native import NativeTransport
+from kz_runner.transport import RunnerInfo
+
+from runner_helpers import RMSNORM, RMSNORM_ID, state_of, submit_dir
+
+pytestmark = pytest.mark.integration
+
+
+def _runner(log: EventLog, tmp: Path, name: str, backend: str = "sandbox", lease_s: float = 15.0) -> Runner:
+    info = RunnerInfo(runner_id=name, arches=("cpu",), device="cpu", backend=backend)
+    options = RunnerOptions(workdir=tmp / name, heartbeat_s=0.5, poll_s=0.5, step_timeout_s=60)
+    return Runner(info, NativeTransport(log, lease_s=lease_s), get_backend(backend), options)
+
+
+async def test_runner_benchmarks_an_example_and_reports_real_timings(
+    event_log: EventLog, tmp_path: Path
+) -> None:
+    """A sandbox runner claims the RMSNorm example, runs it, and appends a valid accepted result."""
+    sid = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path)
+    runner = _runner(event_log, tmp_path, "r1")
+    await asyncio.wait_for(runner.run(asyncio.Event(), max_tasks=1), timeout=120)
+    state, events = await state_of(event_log, "cpu", sid)
+    result = next(e for e in events if isinstance(e, SubmissionResult))
+    assert result.outcome == "accepted", result
+    assert result.attempt == 1 and result.runner_id == "r1"
+    assert result.result is not None and result.result["metric"]["value"] > 0
+    assert all(w["stats"]["samples"] for w in result.result["workloads"])
+    assert result.environment["backend"] == "sandbox"
+    assert state.status == "running" and state.result_seq is not None
+
+
+async def test_two_runners_one_task_one_claim(event_log: EventLog, tmp_path: Path) -> None:
+    """Two runners competing for one task: exactly one claims and reports it."""
+    sid = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path)
+    stop = asyncio.Event()
+    runners = [_runner(event_log, tmp_path, f"r{i}", backend="stub") for i in range(2)]
+    tasks = [asyncio.create_task(r.run(stop)) for r in runners]
+    for _ in range(200):
+        _, events = await state_of(event_log, "cpu", sid)
+        if any(isinstance(e, SubmissionResult) for e in events):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.0)  # give a second (wrong) claim time to appear
+    stop.set()
+    await asyncio.gather(*tasks)
+    _, events = await state_of(event_log, "cpu", sid)
+    assert sum(isinstance(e, SubmissionClaimed) for e in events) == 1
+    assert sum(isinstance(e, SubmissionResult) for e in events) == 1
+
+
+async def test_runner_killed_mid_task_is_finished_by_another_as_attempt_two(
+    nats_server: EmbeddedServer, event_log: EventLog, tmp_path: Path, sleepy_package: Path
+) -> None:
+    """A runner process killed with SIGKILL mid-task: another runner finishes it as attempt 2."""
+    sid = await submit_dir(event_log, sleepy_package, RMSNORM_ID, tmp_path)
+    env = {
+        **os.environ,
+        "KZ_NATS_URL": nats_server.url,
+        "KZ_RUNNER_ID": "doomed",
+        "KZ_LEASE_S": "2",
+        "KZ_HEARTBEAT_S": "0.5",
+        "KZ_RUNNER_WORKDIR": str(tmp_path / "doomed"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kz_cli.main", "runner", "--arch", "cpu", "--backend", "sandbox"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state, _ = await state_of(event_log, "cpu", sid)
+            if state.status == "running":
+                break
+            await asyncio.sleep(0.1)
+        assert state.runner_id == "doomed"
+        await asyncio.sleep(1.0)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    # The second runner runs the real (not sleepy) package: the same digest is redelivered,
+    # so give it a stub backend that answers at once.
+    survivor = _runner(event_log, tmp_path, "survivor", backend="stub", lease_s=2)
+    await asyncio.wait_for(survivor.run(asyncio.Event(), max_tasks=1), timeout=60)
+    _, events = await state_of(event_log, "cpu", sid)
+    claims = [e for e in events if isinstance(e, SubmissionClaimed)]
+    results = [e for e in events if isinstance(e, SubmissionResult)]
+    assert [c.attempt for c in claims] == [1, 2]
+    assert [c.runner_id for c in claims] == ["doomed", "survivor"]
+    assert len(results) == 1 and results[0].attempt == 2 and results[0].runner_id == "survivor"
