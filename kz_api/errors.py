@@ -122,7 +122,7 @@ def _from_http(exc: HTTPException) -> tuple[int, ErrorBody]:
 def _body_of(exc: Exception) -> tuple[int, ErrorBody]:
     if isinstance(exc, KzError):
         status = status_for(exc)
-        details = exc.details if status < 500 or isinstance(exc, LogUnavailable) else {}
+        details = exc.details if status < 500 or isinstance(exc, ApiError | LogUnavailable) else {}
         return status, ErrorBody(code=exc.code, message=exc.message, details=details)
     if isinstance(exc, HTTPException):
         return _from_http(exc)

@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Blob, Commit, Tree
+from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.refs import Ref
 from dulwich.repo import Repo
 
 __all__ = ["CommitInfo", "KernelSnapshot", "commit_files", "kernel_snapshot", "main_head"]
 
-MAIN = b"refs/heads/main"
+MAIN = Ref(b"refs/heads/main")
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def kernel_snapshot(path: Path, rel: str, *, max_commits: int = 20) -> KernelSna
     assert repo is not None
     with repo:
         walker = repo.get_walker(
-            include=[head.encode()], paths=[rel.encode()], max_entries=max_commits
+            include=[ObjectID(head.encode())], paths=[rel.encode()], max_entries=max_commits
         )
         commits = [_commit_info(entry.commit) for entry in walker]
     return KernelSnapshot(head=head, files=files, commits=commits)

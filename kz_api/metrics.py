@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["Metrics", "metrics_middleware", "render_metrics"]
@@ -71,7 +72,7 @@ def metrics_middleware(app: ASGIApp) -> ASGIApp:
     """Count every HTTP answer by method, route template and status."""
 
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         status = 500
@@ -83,12 +84,11 @@ def metrics_middleware(app: ASGIApp) -> ASGIApp:
             await send(message)
 
         try:
-            await app(scope, receive, send=capture)
+            await app(scope, receive, capture)
         finally:
             ctx = getattr(getattr(scope.get("app"), "state", None), "ctx", None)
             metrics = getattr(ctx, "metrics", None)
-            handler = scope.get("route_handler")
-            route = next(iter(sorted(handler.paths)), "") if handler is not None else "unmatched"
+            route = str(scope.get("path_template") or "unmatched")
             if isinstance(metrics, Metrics):
                 metrics.count(str(scope.get("method", "")), route, status)
 

@@ -69,7 +69,7 @@ class _Out(msgspec.Struct, frozen=True, kw_only=True):
 # --- submissions ----------------------------------------------------------------------------
 
 
-class SubmitAnswer(_Out):
+class SubmitAnswer(_Out, frozen=True, kw_only=True):
     submission_id: str
     kernel_id: str
     status: str
@@ -79,24 +79,24 @@ class SubmitAnswer(_Out):
     new_kernel: bool = False
 
 
-class ResultSummary(_Out):
+class ResultSummary(_Out, frozen=True, kw_only=True):
     accepted: bool | None = None
     reason: str | None = None
     metric_value: float | None = None
     outcome: str | None = None
 
 
-class Commits(_Out):
+class Commits(_Out, frozen=True, kw_only=True):
     source: str
     bench_result: str
 
 
-class ErrorInfo(_Out):
+class ErrorInfo(_Out, frozen=True, kw_only=True):
     code: str
     message: str
 
 
-class StatusDoc(_Out):
+class StatusDoc(_Out, frozen=True, kw_only=True):
     submission_id: str
     kernel_id: str
     submitter_id: str
@@ -114,14 +114,14 @@ class StatusDoc(_Out):
     disqualified: str | None = None
 
 
-class EventRow(_Out):
+class EventRow(_Out, frozen=True, kw_only=True):
     seq: int
     type: str
     occurred_at: datetime
     actor: str
 
 
-class SubmissionDetail(_Out):
+class SubmissionDetail(_Out, frozen=True, kw_only=True):
     submission: StatusDoc
     events: list[EventRow]
     result_document: dict[str, Any] | None
@@ -133,25 +133,25 @@ class SubmissionDetail(_Out):
     new_kernel: bool
 
 
-class SubmissionList(_Out):
+class SubmissionList(_Out, frozen=True, kw_only=True):
     items: list[StatusDoc]
     total: int
     limit: int
     offset: int
 
 
-class CancelBody(_In):
+class CancelBody(_In, frozen=True, kw_only=True):
     reason: Reason = ""
 
 
-class DisqualifyBody(_In):
+class DisqualifyBody(_In, frozen=True, kw_only=True):
     reason: Annotated[str, Meta(min_length=1, max_length=2000)]
 
 
 # --- kernels --------------------------------------------------------------------------------
 
 
-class KernelList(_Out):
+class KernelList(_Out, frozen=True, kw_only=True):
     items: list[dict[str, Any]]
     total: int
     limit: int
@@ -159,26 +159,26 @@ class KernelList(_Out):
     log_seq: int
 
 
-class FileEntry(_Out):
+class FileEntry(_Out, frozen=True, kw_only=True):
     path: str
     size: int
 
 
-class CommitRow(_Out):
+class CommitRow(_Out, frozen=True, kw_only=True):
     id: str
     message: str
     author: str
     at: datetime
 
 
-class LeaseDoc(_Out):
+class LeaseDoc(_Out, frozen=True, kw_only=True):
     kernel_id: str
     holder: str | None
     lease_id: str | None
     expires_at: datetime | None
 
 
-class KernelDetail(_Out):
+class KernelDetail(_Out, frozen=True, kw_only=True):
     kernel_id: str
     arch: str
     op_class: str
@@ -195,7 +195,7 @@ class KernelDetail(_Out):
     lease: LeaseDoc | None
 
 
-class HistoryRow(_Out):
+class HistoryRow(_Out, frozen=True, kw_only=True):
     value: float | None
     at: datetime
     commit: str | None
@@ -205,7 +205,7 @@ class HistoryRow(_Out):
     disqualified: str | None = None
 
 
-class BenchHistory(_Out):
+class BenchHistory(_Out, frozen=True, kw_only=True):
     kernel_id: str
     metric: dict[str, Any] | None
     best: HistoryRow | None
@@ -213,14 +213,14 @@ class BenchHistory(_Out):
     history: list[HistoryRow]
 
 
-class ClaimBody(_In):
+class ClaimBody(_In, frozen=True, kw_only=True):
     ttl_s: Annotated[float, Meta(ge=1, le=7 * 24 * 3600)] = 3600.0
 
 
 # --- runners --------------------------------------------------------------------------------
 
 
-class RegisterBody(_In):
+class RegisterBody(_In, frozen=True, kw_only=True):
     runner_id: RunnerId
     arches: Annotated[list[ArchName], Meta(min_length=1, max_length=64)]
     device: Annotated[str, Meta(max_length=500)] = ""
@@ -228,7 +228,7 @@ class RegisterBody(_In):
     labels: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-class RegisterAnswer(_Out):
+class RegisterAnswer(_Out, frozen=True, kw_only=True):
     runner_id: str
     heartbeat_s: float
     lease_s: float
@@ -236,12 +236,12 @@ class RegisterAnswer(_Out):
     step_timeout_s: float
 
 
-class ClaimTaskBody(_In):
+class ClaimTaskBody(_In, frozen=True, kw_only=True):
     runner_id: RunnerId
     wait_s: Annotated[float, Meta(ge=0, le=30)] = 0.0
 
 
-class TaskOffer(_Out):
+class TaskOffer(_Out, frozen=True, kw_only=True):
     submission_id: str
     kernel_id: str
     arch: str
@@ -256,16 +256,16 @@ class TaskOffer(_Out):
     step_timeout_s: float
 
 
-class HeartbeatBody(_In):
+class HeartbeatBody(_In, frozen=True, kw_only=True):
     lease_token: Annotated[str, Meta(min_length=1, max_length=4096)]
     phase: Annotated[str, Meta(max_length=64)] = ""
 
 
-class HeartbeatAnswer(_Out):
+class HeartbeatAnswer(_Out, frozen=True, kw_only=True):
     cancelled: bool
 
 
-class ResultBody(_In):
+class ResultBody(_In, frozen=True, kw_only=True):
     lease_token: Annotated[str, Meta(min_length=1, max_length=4096)]
     outcome: Outcome
     result: dict[str, Any] | None = None
@@ -274,12 +274,12 @@ class ResultBody(_In):
     log: str = ""
 
 
-class ResultAnswer(_Out):
+class ResultAnswer(_Out, frozen=True, kw_only=True):
     status: str
     version: int
 
 
-class RunnerDoc(_Out):
+class RunnerDoc(_Out, frozen=True, kw_only=True):
     runner_id: str
     arches: list[str]
     device: str
@@ -291,14 +291,14 @@ class RunnerDoc(_Out):
     state: str
 
 
-class RunnerList(_Out):
+class RunnerList(_Out, frozen=True, kw_only=True):
     items: list[RunnerDoc]
 
 
 # --- edits, health --------------------------------------------------------------------------
 
 
-class RebaseAnswer(_Out):
+class RebaseAnswer(_Out, frozen=True, kw_only=True):
     kernel_id: str
     base_commit: str
     package_sha256: str
@@ -306,23 +306,23 @@ class RebaseAnswer(_Out):
     changed_paths: list[str]
 
 
-class NatsDoc(_Out):
+class NatsDoc(_Out, frozen=True, kw_only=True):
     connected: bool
     stream_seq: int | None
 
 
-class FoldDoc(_Out):
+class FoldDoc(_Out, frozen=True, kw_only=True):
     seq: int
     lag: int | None
     caught_up: bool
 
 
-class QueueDepth(_Out):
+class QueueDepth(_Out, frozen=True, kw_only=True):
     queued: int
     running: int
 
 
-class HealthDoc(_Out):
+class HealthDoc(_Out, frozen=True, kw_only=True):
     status: Literal["ok", "unavailable"]
     nats: NatsDoc
     fold: FoldDoc

@@ -16,7 +16,9 @@ from typing import Any
 
 from kz_events.events import (
     Event,
+    KernelClaimed,
     KernelImported,
+    KernelReleased,
     RunnerDeregistered,
     RunnerHeartbeat,
     RunnerRegistered,
@@ -139,6 +141,10 @@ class ReadModels:
                 await asyncio.wait_for(event.wait(), remaining)
         return True
 
+    def waiting(self, submission_id: str) -> bool:
+        """Whether a long-poll waits on this submission now."""
+        return submission_id in self._changed
+
     def _wake(self, submission_id: str | None) -> None:
         if submission_id is not None and (event := self._changed.pop(submission_id, None)):
             event.set()
@@ -167,7 +173,7 @@ class ReadModels:
                 self._on_runner(event)
         if event.aggregate == "submission":
             self._on_submission_event(seq, event)
-        elif event.aggregate == "kernel":
+        elif isinstance(event, KernelImported | KernelClaimed | KernelReleased):
             lease = self.leases.get(event.kernel_id, KernelLease(kernel_id=event.kernel_id))
             self.leases[event.kernel_id] = evolve_lease(lease, event, seq)
 

@@ -146,8 +146,11 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
         return True
     if view.state.status is not Status.RUNNING:
         raise ApiError(409, "stale_lease", f"the submission is {view.state.status}, not running")
+    meta = new_meta(claim.runner_id)
     beat = TaskHeartbeat(
-        **_meta_fields(claim.runner_id),
+        event_id=meta.event_id,
+        occurred_at=meta.occurred_at,
+        actor=meta.actor,
         submission_id=claim.submission_id,
         kernel_id=claim.kernel_id,
         runner_id=claim.runner_id,
@@ -158,11 +161,6 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
     await ctx.log.publish_live(beat)
     await ctx.log.nc.publish(claim.reply, IN_PROGRESS)
     return False
-
-
-def _meta_fields(actor: str) -> dict[str, object]:
-    meta = new_meta(actor)
-    return {"event_id": meta.event_id, "occurred_at": meta.occurred_at, "actor": meta.actor}
 
 
 def _check_result(body: ResultBody) -> None:

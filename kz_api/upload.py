@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from litestar import Request
-from multipart import MultipartError, MultipartSegment, PushMultipartParser, parse_options_header
+from multipart import (  # type: ignore[import-untyped]
+    MultipartError,
+    MultipartSegment,
+    PushMultipartParser,
+    parse_options_header,
+)
 
 from kz_api.errors import ApiError
 

@@ -37,13 +37,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     proj.set_defaults(handler=_projector)
     index = subparsers.add_parser("index", help="build index.json now, or as of a past position")
     index.add_argument("--at", type=int, help="log sequence to build the index as of")
-    index.add_argument("--out", type=Path, help="write here (default: the index path; "
-                       "with --at: standard output)")
+    index.add_argument(
+        "--out", type=Path, help="write here (default: the index path; with --at: standard output)"
+    )
     index.add_argument("--nats-url")
     index.set_defaults(handler=_index)
     audit = subparsers.add_parser("audit", help="replay the log and compare with the projections")
-    audit.add_argument("--from-archive", type=Path, metavar="PATH",
-                       help="replay from the archive of this kernel repo clone alone")
+    audit.add_argument(
+        "--from-archive",
+        type=Path,
+        metavar="PATH",
+        help="replay from the archive of this kernel repo clone alone",
+    )
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.add_argument("--nats-url")
     audit.set_defaults(handler=_audit)
@@ -106,8 +111,9 @@ def _audit(args: argparse.Namespace) -> int:
         settings = load_settings(config_file=args.config)
         report = asyncio.run(run_audit(settings, clock=utcnow, from_archive=args.from_archive))
     else:
-        report = _with_log(args, lambda elog, settings: run_audit(
-            settings, clock=utcnow, elog=elog))
+        report = _with_log(
+            args, lambda elog, settings: run_audit(settings, clock=utcnow, elog=elog)
+        )
     if args.json:
         print(report.to_json().decode(), end="")
     else:
@@ -119,8 +125,10 @@ def _import(args: argparse.Namespace) -> int:
     path: Path = args.path
     if not path.exists():
         raise ConfigError(f"PATH: expected a kernel repo or a folder of packages, got {path}")
-    done = _with_log(args, lambda elog, _settings: import_path(
-        elog, path, submitter=args.submitter, clock=utcnow))
+    done = _with_log(
+        args,
+        lambda elog, _settings: import_path(elog, path, submitter=args.submitter, clock=utcnow),
+    )
     for item in done:
         state = f"event {item.seq}" if item.seq is not None else "already imported"
         print(json.dumps({"kernel_id": item.kernel_id, "digest": item.digest, "state": state}))

@@ -209,9 +209,7 @@ def _check(settings: Settings) -> list[str]:
         got = settings.runner_backend
         problems.append(f"KZ_RUNNER_BACKEND: expected one of docker, sandbox, stub, got {got!r}")
     if settings.nats_url is not None and not settings.nats_url.startswith(("nats://", "tls://")):
-        problems.append(
-            f"KZ_NATS_URL: expected a nats:// or tls:// URL, got {settings.nats_url!r}"
-        )
+        problems.append(f"KZ_NATS_URL: expected a nats:// or tls:// URL, got {settings.nats_url!r}")
     for key, arches in settings.runner_keys.items():
         if not key or not arches:
             problems.append(

@@ -8,6 +8,7 @@ and streams package and log objects. NATS errors are translated here, once, into
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -136,8 +137,14 @@ class EventLog:
         return cls(nc, options)
 
     async def close(self) -> None:
-        if not self.nc.is_closed:
+        """Drain and close; while the server is away nothing can be drained, so just close."""
+        if self.nc.is_closed:
+            return
+        if self.nc.is_connected:
             await self.nc.drain()
+            return
+        with contextlib.suppress(ConnectionError):  # nats-py flushes into the dead socket
+            await self.nc.close()
 
     @property
     def connected(self) -> bool:

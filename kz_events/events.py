@@ -124,6 +124,7 @@ class SubmissionResult(_SubmissionBase, frozen=True, kw_only=True, tag="result")
     log_key: str | None = None
     environment: dict[str, str] = msgspec.field(default_factory=dict)
     duration_s: float = 0.0
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class SubmissionAccepted(_SubmissionBase, frozen=True, kw_only=True, tag="accepted"):

@@ -142,6 +142,7 @@ class ReportResult(msgspec.Struct, frozen=True, kw_only=True):
     log_key: str | None = None
     environment: dict[str, str] = msgspec.field(default_factory=dict)
     duration_s: float = 0.0
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class Judge(msgspec.Struct, frozen=True, kw_only=True):
@@ -266,6 +267,7 @@ def _decide_result(state: SubmissionState, cmd: ReportResult) -> list[Event]:
             log_key=cmd.log_key,
             environment=cmd.environment,
             duration_s=cmd.duration_s,
+            timings=cmd.timings,
         )
     ]
 

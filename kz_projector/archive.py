@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 
 import msgspec
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import BaseRepo
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from kz_events.eventlog import EventLog
-from kz_events.events import Event, UnknownEvent, encode_event
+from kz_events.events import decode_event
+from kz_events.subjects import EVENTS_STREAM, EVENTS_SUBJECTS
 from kz_projector.errors import BranchMoved, HistoryDiverged
 from kz_projector.gitstore import Person, Writer, commit_trailers, ref_value
 
@@ -28,6 +31,8 @@ __all__ = [
     "Archive",
     "ArchiveProjector",
     "archive_line",
+    "raw_follow",
+    "raw_replay",
     "segment_name",
 ]
 
@@ -40,12 +45,55 @@ class _Line(msgspec.Struct):
     event: msgspec.Raw
 
 
-def raw_event(event: Event | UnknownEvent) -> bytes:
-    return event.raw if isinstance(event, UnknownEvent) else encode_event(event)
+RawStored = tuple[int, bytes]
+"""An event as the stream stores it: its sequence and its exact bytes."""
 
 
-def archive_line(seq: int, event: Event | UnknownEvent) -> bytes:
-    return b'{"seq":%d,"event":%s}\n' % (seq, raw_event(event))
+def archive_line(seq: int, raw: bytes) -> bytes:
+    return b'{"seq":%d,"event":%s}\n' % (seq, raw)
+
+
+def _consumer(from_seq: int) -> ConsumerConfig:
+    return ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                          opt_start_seq=max(1, from_seq), ack_policy=AckPolicy.NONE,
+                          filter_subject=EVENTS_SUBJECTS, inactive_threshold=60.0)
+
+
+async def raw_replay(
+    elog: EventLog, from_seq: int = 1, batch: int = 1000
+) -> AsyncIterator[RawStored]:
+    """The stream's events from `from_seq` to its end now, as stored bytes."""
+    psub = await elog.js.pull_subscribe(EVENTS_SUBJECTS, stream=EVENTS_STREAM,
+                                        config=_consumer(from_seq))
+    try:
+        remaining = int((await psub.consumer_info()).num_pending or 0)
+        while remaining > 0:
+            for msg in await psub.fetch(min(batch, remaining), timeout=5):
+                remaining = int(msg.metadata.num_pending)
+                yield int(msg.metadata.sequence.stream), bytes(msg.data)
+    finally:
+        await psub.unsubscribe()
+
+
+async def raw_follow(elog: EventLog, from_seq: int, queue: asyncio.Queue[RawStored]) -> None:
+    """Put every event from `from_seq` on, as stored bytes, into `queue`, forever."""
+
+    async def on_msg(msg: Msg) -> None:
+        await queue.put((int(msg.metadata.sequence.stream), bytes(msg.data)))
+
+    sub = await elog.js.subscribe(EVENTS_SUBJECTS, stream=EVENTS_STREAM, ordered_consumer=True,
+                                  deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                                  config=ConsumerConfig(opt_start_seq=max(1, from_seq)), cb=on_msg)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await sub.unsubscribe()
+
+
+def _when(raw: bytes) -> datetime:
+    event = decode_event(raw)
+    moment = getattr(event, "occurred_at", None)
+    return moment if isinstance(moment, datetime) else datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def segment_name(seq: int, size: int = SEGMENT_SIZE) -> str:
@@ -84,21 +132,24 @@ class Archive:
         assert isinstance(root, Tree)
         if b"segments" not in root:
             return Tree()
-        tree = self.repo.object_store[root[b"segments"][1]]
-        assert isinstance(tree, Tree)
+        stored = self.repo.object_store[root[b"segments"][1]]
+        assert isinstance(stored, Tree)
+        tree = Tree()  # a copy: the caller edits it
+        for item in stored.iteritems():
+            tree.add(item.path, item.mode, item.sha)
         return tree
 
-    def append(self, items: list[tuple[int, Event | UnknownEvent]], when: datetime) -> int:
+    def append(self, items: list[RawStored], when: datetime) -> int:
         """Add `items` (the next sequences, in order) as one commit; returns the archived seq."""
         head = self.head()
         last = self.archived_seq()
         segments = self._segments(head)
         grouped: dict[str, list[bytes]] = {}
-        for seq, event in items:
+        for seq, raw in items:
             if seq != last + 1:
                 raise HistoryDiverged(f"archive expected sequence {last + 1}, got {seq}")
             last = seq
-            grouped.setdefault(segment_name(seq, self.size), []).append(archive_line(seq, event))
+            grouped.setdefault(segment_name(seq, self.size), []).append(archive_line(seq, raw))
         for name, lines in grouped.items():
             old = b""
             if name.encode() in segments:
@@ -139,17 +190,15 @@ class ArchiveProjector:
         self.batch = batch
         self.idle_s = idle_s
 
-    def _flush(self, pending: list[tuple[int, Event | UnknownEvent]]) -> None:
+    def _flush(self, pending: list[RawStored]) -> None:
         if pending:
-            last = pending[-1][1]
-            when = getattr(last, "occurred_at", None) or datetime(1970, 1, 1, tzinfo=UTC)
-            self.archive.append(pending, when)
+            self.archive.append(pending, _when(pending[-1][1]))
             pending.clear()
 
     async def catch_up(self) -> int:
-        pending: list[tuple[int, Event | UnknownEvent]] = []
-        async for seq, event in self.elog.replay(self.archive.archived_seq() + 1):
-            pending.append((seq, event))
+        pending: list[RawStored] = []
+        async for item in raw_replay(self.elog, self.archive.archived_seq() + 1):
+            pending.append(item)
             if len(pending) >= self.batch:
                 self._flush(pending)
         self._flush(pending)
@@ -164,14 +213,9 @@ class ArchiveProjector:
 
     async def _follow(self) -> None:
         await self.catch_up()
-        queue: asyncio.Queue[tuple[int, Event | UnknownEvent]] = asyncio.Queue(10_000)
-
-        async def pump() -> None:
-            async for item in self.elog.subscribe(from_seq=self.archive.archived_seq() + 1):
-                await queue.put(item)
-
-        task = asyncio.create_task(pump())
-        pending: list[tuple[int, Event | UnknownEvent]] = []
+        queue: asyncio.Queue[RawStored] = asyncio.Queue(10_000)
+        task = asyncio.create_task(raw_follow(self.elog, self.archive.archived_seq() + 1, queue))
+        pending: list[RawStored] = []
         try:
             while True:
                 try:

@@ -21,7 +21,7 @@ from kz_events.config import Settings
 from kz_events.eventlog import EventLog, Stored
 from kz_events.events import SubmissionCommitted, decode_event
 from kz_package.archive import PACKAGE_DIR
-from kz_projector.archive import Archive, raw_event
+from kz_projector.archive import Archive, raw_replay
 from kz_projector.errors import HistoryDiverged
 from kz_projector.gitfold import Applied, GitFold
 from kz_projector.gitproj import service_person
@@ -214,7 +214,7 @@ async def run_audit(
     else:
         assert elog is not None
         packages = ObjectStorePackages(elog)
-        stream = {seq: raw_event(ev) async for seq, ev in elog.replay(1)}
+        stream = {seq: raw async for seq, raw in raw_replay(elog)}
         events = _iter(stream)
     replay = _Replay(packages, settings, live_seq, index_seq)
     try:
@@ -222,6 +222,7 @@ async def run_audit(
             await replay.feed(seq, event)
     except HistoryDiverged as exc:
         report.problem(exc.message)
+    replay.fold.flush()
     report.log_seq = replay.log_seq
     report.replay_head = replay.head_at_live.decode() if replay.head_at_live else None
     if replay.head_at_live != ref_value(live, MAIN):

@@ -17,7 +17,6 @@ from kz_events.events import (
     Event,
     KernelImported,
     SubmissionAccepted,
-    SubmissionCommitted,
     SubmissionDisqualified,
     UnknownEvent,
 )
@@ -86,9 +85,11 @@ class GitFold:
         self.writer = Writer(repo)
         self.boards: dict[str, Board] = {}
         self.head = ref_value(repo, MAIN)
+        self.durable = self.head
+        self.pending_tree: ObjectID | None = None
         self.resume_seq = self._head_seq()
         self.position = 0
-        self.head_submission: tuple[str, str] | None = None
+        self.unannounced: list[str] = []
 
     def _head_seq(self) -> int:
         if self.head is None:
@@ -102,7 +103,7 @@ class GitFold:
         return int(trailers["Kz-Event-Seq"])
 
     def _commit(self, sha: ObjectID) -> Commit:
-        commit = self.repo.object_store[sha]
+        commit = self.writer[sha]
         assert isinstance(commit, Commit)
         return commit
 
@@ -121,20 +122,10 @@ class GitFold:
                 return await self._imported(seq, event, live)
             case SubmissionDisqualified():
                 return await self._disqualified(seq, event, live)
-            case SubmissionCommitted() if not live:
-                self._learn_commit(event.kernel_id, event.submission_id, event.source_commit)
         return None
 
     def _board(self, kernel_id: str) -> Board:
         return self.boards.get(kernel_id) or Board(kernel_id=kernel_id)
-
-    def _learn_commit(self, kernel_id: str, submission_id: str, source: str) -> None:
-        board = self._board(kernel_id)
-        items = tuple(
-            replace(a, commit=source) if a.submission_id == submission_id else a
-            for a in board.accepted
-        )
-        self.boards[kernel_id] = replace(board, accepted=items)
 
     async def _accepted(self, seq: int, event: SubmissionAccepted, live: bool) -> Applied | None:
         value = float(event.result["metric"]["value"])
@@ -153,8 +144,6 @@ class GitFold:
         metric = metric_of_result(event.result)
         if not live:
             self.boards[event.kernel_id] = board_accept(board, item, metric)
-            if seq == self.resume_seq:
-                self._learn_head(event.kernel_id, event.submission_id)
             return None
         files = await self.packages.files(event.package_digest)
         subject = f"{event.kernel_id}: {event.message or 'submission ' + event.submission_id}"
@@ -205,7 +194,7 @@ class GitFold:
         source, root = self._write(board, files, author_of(event.actor), event,
                                    f"{event.kernel_id}: disqualify {event.submission_id}",
                                    [*trailers, ("Kz-Package", digest or ""),
-                                    ("Kz-Commit", "source")])
+                                    ("Kz-Commit", "disqualify-source")])
         return self._finish(seq, event, new_board, files, source, root, trailers,
                             f"{event.kernel_id}: bench result after disqualification "
                             f"({event.reason})", False)
@@ -257,35 +246,55 @@ class GitFold:
                        bench.decode(), tree_files, announce)
 
     def _move(self, new: ObjectID, tree: ObjectID) -> None:
-        if not self.writer.move(self.head, new):
+        self.head = new
+        self.pending_tree = tree
+
+    def flush(self) -> bool:
+        """Write the pending objects, then move main once from where it was; True if it moved."""
+        if self.head == self.durable:
+            return False
+        assert self.head is not None and self.pending_tree is not None
+        if not self.writer.move(self.durable, self.head):
             raise BranchMoved(
-                f"main moved away from {self.head.decode() if self.head else 'nothing'} "
+                f"main moved away from {self.durable.decode() if self.durable else 'nothing'} "
                 "while this projector wrote; it must resume from the new head"
             )
-        self.head = new
-        self.writer.refresh_checkout(tree)
+        self.durable = self.head
+        self.writer.refresh_checkout(self.pending_tree)
+        return True
 
     def _current_files(self, board: Board) -> FileMap:
         tree = self._head_tree()
-        return files_of_tree(self.repo, tree, board.kernel_id) if tree is not None else {}
+        return files_of_tree(self.writer, tree, board.kernel_id) if tree is not None else {}
 
     # --- resuming -------------------------------------------------------------------------
 
-    def _learn_head(self, kernel_id: str, submission_id: str) -> None:
-        """The head's source commit is known from git even if the log lacks `committed`."""
-        assert self.head is not None
-        source = self._commit(self.head).parents[0].decode()
-        self._learn_commit(kernel_id, submission_id, source)
-        self.head_submission = (kernel_id, submission_id)
+    def learn_commits(self) -> dict[str, tuple[str, str]]:
+        """Fill in the commit ids of results folded without writing, from main's history.
 
-    def head_applied(self) -> Applied | None:
-        """The head as an `Applied` when it is an accepted result, so it can be re-announced."""
-        if self.head is None or self.head_submission is None:
-            return None
-        head = self._commit(self.head)
-        if commit_trailers(head).get("Kz-Commit") != "bench-result":
-            return None
-        kernel_id, submission_id = self.head_submission
-        files = files_of_tree(self.repo, head.tree, kernel_id)
-        return Applied(self.resume_seq, kernel_id, submission_id, head.parents[0].decode(),
-                       self.head.decode(), files, True)
+        Returns submission id → (source, bench-result) for every result main holds.
+        """
+        wanted = {a.submission_id for b in self.boards.values() for a in b.accepted}
+        found: dict[str, tuple[str, str]] = {}
+        sha = self.head
+        while sha is not None and len(found) < len(wanted):
+            commit = self._commit(sha)
+            trailers = commit_trailers(commit)
+            sid = trailers.get("Kz-Submission")
+            if sid in wanted and trailers.get("Kz-Commit") == "bench-result" and (
+                commit_trailers(self._commit(commit.parents[0])).get("Kz-Commit") == "source"
+            ):
+                found[sid] = (commit.parents[0].decode(), sha.decode())
+            sha = commit.parents[0] if commit.parents else None
+        for kernel_id, board in self.boards.items():
+            items = tuple(replace(a, commit=found[a.submission_id][0])
+                          if a.submission_id in found else a for a in board.accepted)
+            self.boards[kernel_id] = replace(board, accepted=items)
+        return found
+
+    def applied_of(self, kernel_id: str, submission_id: str, commits: tuple[str, str]) -> Applied:
+        """An `Applied` for a result main already holds, so it can be (re-)announced."""
+        assert self.head is not None
+        files = files_of_tree(self.writer, self._commit(self.head).tree, kernel_id)
+        return Applied(self.resume_seq, kernel_id, submission_id, commits[0], commits[1],
+                       files, True)

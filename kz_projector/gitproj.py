@@ -7,6 +7,8 @@ commit it stores the kernel's trusted judge bundle under `judge_key(kernel_id)`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -17,10 +19,10 @@ from dulwich.repo import BaseRepo
 
 from kz_events.config import Settings
 from kz_events.errors import ConcurrencyConflict, RuleViolation
-from kz_events.eventlog import EventLog
+from kz_events.eventlog import EventLog, Stored
 from kz_events.events import Event, EventMeta, UnknownEvent
 from kz_events.ids import KernelId
-from kz_events.lifecycle import TERMINAL, Commit, SubmissionState, decide, evolve, fold
+from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decide, evolve, fold
 from kz_events.subjects import aggregate_filter
 from kz_projector.errors import BranchMoved
 from kz_projector.gitfold import Applied, GitFold
@@ -59,6 +61,7 @@ class GitProjector:
         packages: PackageSource | None = None,
         clock: Callable[[], datetime] = utcnow,
         actor: str = "projector",
+        batch: int = 64,
     ) -> None:
         self.elog = elog
         self.settings = settings
@@ -69,37 +72,54 @@ class GitProjector:
         self.actor = actor
         self.fold: GitFold | None = None
         self.subs: dict[str, SubmissionState] = {}
+        self.unflushed: list[Applied] = []
+        self.batch = batch
 
     @property
     def position(self) -> int:
         return self.fold.position if self.fold is not None else 0
 
     async def start(self) -> None:
-        """Open the repo, fold the log up to its head, and re-announce the head if needed."""
+        """Open the repo, fold the log up to its head, and announce what the log lacks."""
         repo = self.repo or open_repo(self.repo_path)
         self.fold = GitFold(repo, self.packages, service_person(self.settings))
         self.subs = {}
+        self.unflushed = []
         upto = self.fold.resume_seq
         if upto > 0:
             async for seq, event in self.elog.replay(1, upto=upto):
                 self._track(seq, event)
                 await self.fold.apply(seq, event)
         self.fold.position = upto
-        head = self.fold.head_applied()
-        if head is not None:
-            await self.announce(head)
+        commits = self.fold.learn_commits()
+        for sid, state in list(self.subs.items()):
+            if state.status is Status.ACCEPTED and sid in commits:
+                await self.announce(self.fold.applied_of(state.kernel_id, sid, commits[sid]))
 
     async def handle(self, seq: int, event: Event | UnknownEvent) -> Applied | None:
+        """Fold one event; its commits become durable at the next `flush`."""
         assert self.fold is not None
         if seq <= self.fold.position:
             return None
         self._track(seq, event)
         applied = await self.fold.apply(seq, event)
         if applied is not None:
+            self.unflushed.append(applied)
+            if len(self.unflushed) >= self.batch:
+                await self.flush()
+        return applied
+
+    async def flush(self) -> None:
+        """One pack, one compare-and-swap of main, then `committed` and the judge bundles."""
+        assert self.fold is not None
+        self.fold.flush()
+        done, self.unflushed = self.unflushed, []
+        for applied in done:
             if applied.announce:
                 await self.announce(applied)
-            await put_judge_bundle(self.elog, applied.kernel_id, applied.files)
-        return applied
+        latest = {applied.kernel_id: applied.files for applied in done}
+        for kernel_id, files in latest.items():
+            await put_judge_bundle(self.elog, kernel_id, files)
 
     async def catch_up(self) -> int:
         """Fold every event now in the log (starting if needed); returns the position."""
@@ -107,6 +127,7 @@ class GitProjector:
             await self.start()
         async for seq, event in self.elog.replay(self.position + 1):
             await self.handle(seq, event)
+        await self.flush()
         return self.position
 
     async def run(self) -> None:
@@ -114,11 +135,34 @@ class GitProjector:
         while True:
             try:
                 await self.start()
-                async for seq, event in self.elog.subscribe(from_seq=self.position + 1):
-                    await self.handle(seq, event)
+                await self._follow()
             except BranchMoved as exc:
                 log.info("git projector: %s", exc.message)
                 self.fold = None
+
+    async def _follow(self) -> None:
+        queue: asyncio.Queue[Stored] = asyncio.Queue(maxsize=10_000)
+
+        async def pump() -> None:
+            async for item in self.elog.subscribe(from_seq=self.position + 1):
+                await queue.put(item)
+
+        task = asyncio.create_task(pump())
+        try:
+            while True:
+                if queue.empty():
+                    await self.flush()
+                get = asyncio.ensure_future(queue.get())
+                await asyncio.wait([get, task], return_when=asyncio.FIRST_COMPLETED)
+                if not get.done():
+                    get.cancel()
+                    task.result()  # the subscription ended: raise what ended it
+                    return
+                await self.handle(*get.result())
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     # --- committed ------------------------------------------------------------------------
 
@@ -163,3 +207,4 @@ class GitProjector:
     async def _load(self, kernel_id: str, submission_id: str) -> SubmissionState:
         subject = aggregate_filter("submission", KernelId.parse(kernel_id).arch, submission_id)
         return fold(await self.elog.load(subject))
+

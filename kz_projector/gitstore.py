@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import cast
+from typing import Protocol, cast
 
 from dulwich.file import FileLocked
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
@@ -36,6 +36,12 @@ __all__ = [
 MAIN = Ref(b"refs/heads/main")
 EXEC_MODE = stat.S_IFREG | 0o755
 FILE_MODE = stat.S_IFREG | 0o644
+
+class ObjectSource(Protocol):
+    """Anything that maps object ids to objects: an object store, or a `Writer`."""
+
+    def __getitem__(self, sha: ObjectID) -> ShaFile: ...
+
 
 FileMap = Mapping[str, tuple[int, bytes]]
 """Package files: path relative to the package root → (git mode, content)."""
@@ -88,11 +94,11 @@ def commit_trailers(commit: Commit) -> dict[str, str]:
     return {t.key: t.value for t in trailers}
 
 
-def read_subtree(repo: BaseRepo, tree_id: ObjectID, parts: list[str]) -> ObjectID | None:
+def read_subtree(store: ObjectSource, tree_id: ObjectID, parts: list[str]) -> ObjectID | None:
     """The id of the tree at `parts` below `tree_id`, or None."""
     current = tree_id
     for part in parts:
-        tree = repo.object_store[current]
+        tree = store[current]
         assert isinstance(tree, Tree)
         try:
             mode, sha = tree[part.encode()]
@@ -105,30 +111,62 @@ def read_subtree(repo: BaseRepo, tree_id: ObjectID, parts: list[str]) -> ObjectI
 
 
 def walk_files(
-    repo: BaseRepo, tree_id: ObjectID, prefix: str = ""
+    store: ObjectSource, tree_id: ObjectID, prefix: str = ""
 ) -> Iterator[tuple[str, int, ObjectID]]:
     """(path, mode, blob id) of every file below `tree_id`, sorted by path."""
-    tree = repo.object_store[tree_id]
+    tree = store[tree_id]
     assert isinstance(tree, Tree)
     for item in tree.iteritems():
         name = prefix + item.path.decode()
         if stat.S_ISDIR(item.mode):
-            yield from walk_files(repo, item.sha, name + "/")
+            yield from walk_files(store, item.sha, name + "/")
         else:
             yield name, item.mode, item.sha
 
 
 class Writer:
-    """Builds objects in a repo's store; `move` then sets a ref once, compare-and-swap."""
+    """Builds objects for a repo; `flush` writes them as one pack, then `move` sets a ref once.
 
-    def __init__(self, repo: BaseRepo) -> None:
+    Objects wait in memory until `flush`, so a batch costs one pack file (fsynced when
+    `core.fsyncObjectFiles` is set) instead of one file per object; reads see pending ones.
+    """
+
+    def __init__(self, repo: BaseRepo, cache_size: int = 4096) -> None:
         self.repo = repo
         self.store = repo.object_store
+        self.pending: dict[ObjectID, ShaFile] = {}
+        self.known: set[ObjectID] = set()
+        self.cache: dict[ObjectID, ShaFile] = {}
+        self.cache_size = cache_size
+
+    def __getitem__(self, sha: ObjectID) -> ShaFile:
+        found = self.pending.get(sha) or self.cache.get(sha)
+        if found is None:
+            found = self.store[sha]
+            if len(self.cache) >= self.cache_size:
+                self.cache.clear()
+            self.cache[sha] = found
+        return found
 
     def add(self, obj: ShaFile) -> ObjectID:
-        if obj.id not in self.store:
-            self.store.add_object(obj)
-        return obj.id
+        sha = obj.id
+        if sha in self.known or sha in self.pending:
+            return sha
+        if sha in self.cache or sha in self.store:
+            self.known.add(sha)
+            return sha
+        self.pending[sha] = obj
+        return sha
+
+    def flush(self) -> None:
+        """Write every pending object (one pack on disk) before any ref points at them."""
+        if not self.pending:
+            return
+        self.store.add_objects([(obj, None) for obj in self.pending.values()])
+        self.known.update(self.pending)
+        if len(self.known) > 200_000:
+            self.known.clear()
+        self.pending.clear()
 
     def blob(self, data: bytes) -> ObjectID:
         return self.add(Blob.from_string(data))
@@ -165,7 +203,7 @@ class Writer:
     ) -> ObjectID | None:
         entries: dict[bytes, tuple[int, ObjectID]] = {}
         if root is not None:
-            old = self.store[root]
+            old = self[root]
             assert isinstance(old, Tree)
             entries = {item.path: (item.mode, item.sha) for item in old.iteritems()}
         head = parts[0].encode()
@@ -212,6 +250,7 @@ class Writer:
 
     def move(self, old: ObjectID | None, new: ObjectID, ref: Ref = MAIN) -> bool:
         """Compare-and-swap `ref` from `old` to `new`; False when another writer moved it."""
+        self.flush()
         try:
             if old is None:
                 return bool(self.repo.refs.add_if_new(ref, new))

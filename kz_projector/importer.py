@@ -53,7 +53,7 @@ def _export_main(repo_path: Path, into: Path) -> None:
         return
     commit = repo.object_store[head]
     assert isinstance(commit, Commit)
-    for path, mode, sha in walk_files(repo, commit.tree):
+    for path, mode, sha in walk_files(repo.object_store, commit.tree):
         target = into / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(repo.object_store[sha].as_raw_string())

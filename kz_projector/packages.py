@@ -29,6 +29,7 @@ from kz_projector.gitstore import (
     FILE_MODE,
     MAIN,
     FileMap,
+    ObjectSource,
     commit_trailers,
     read_subtree,
     ref_value,
@@ -148,20 +149,22 @@ class GitPackages:
         commit_id, kernel_id = self.where[digest]
         commit = self.repo.object_store[commit_id]
         assert isinstance(commit, Commit)
-        files = files_of_tree(self.repo, commit.tree, kernel_id)
+        files = files_of_tree(self.repo.object_store, commit.tree, kernel_id)
         if not files:
             raise PackageUnavailable(f"commit {commit_id.decode()} lacks {kernel_id}")
         return files
 
 
-def files_of_tree(repo: BaseRepo, root: ObjectID, kernel_id: str) -> dict[str, tuple[int, bytes]]:
+def files_of_tree(
+    store: ObjectSource, root: ObjectID, kernel_id: str
+) -> dict[str, tuple[int, bytes]]:
     """The files of the kernel at `kernel_id` in the tree `root` (empty when it is absent)."""
-    tree = read_subtree(repo, root, kernel_id.split("/"))
+    tree = read_subtree(store, root, kernel_id.split("/"))
     out: dict[str, tuple[int, bytes]] = {}
     if tree is None:
         return out
-    for path, mode, sha in walk_files(repo, tree):
-        blob = repo.object_store[sha]
+    for path, mode, sha in walk_files(store, tree):
+        blob = store[sha]
         assert isinstance(blob, Blob)
         out[path] = (mode, blob.data)
     return out

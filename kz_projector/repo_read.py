@@ -71,7 +71,7 @@ class KernelRepo:
         if not isinstance(obj, Commit):
             raise InvalidInput(f"expected a commit id, got a {obj.type_name.decode()}",
                                code="unknown_commit")
-        tree = read_subtree(repo, obj.tree, list(KernelId.parse(kernel_id).parts))
+        tree = read_subtree(repo.object_store, obj.tree, list(KernelId.parse(kernel_id).parts))
         return (repo, tree) if tree is not None else None
 
     def files(self, kernel_id: str, commit: str | None = None) -> list[str]:
@@ -79,7 +79,8 @@ class KernelRepo:
         found = self._kernel_tree(kernel_id, commit)
         if found is None:
             return []
-        return [path for path, _, _ in walk_files(*found)]
+        repo, tree = found
+        return [path for path, _, _ in walk_files(repo.object_store, tree)]
 
     def package_tree(self, kernel_id: str, commit: str | None = None) -> dict[str, bytes]:
         """Every file of the kernel's package at main (or `commit`): path → content."""
@@ -88,7 +89,7 @@ class KernelRepo:
             return {}
         repo, tree = found
         out: dict[str, bytes] = {}
-        for path, _, sha in walk_files(repo, tree):
+        for path, _, sha in walk_files(repo.object_store, tree):
             blob = repo.object_store[sha]
             assert isinstance(blob, Blob)
             out[path] = blob.data
@@ -139,12 +140,12 @@ class KernelRepo:
     def _changed(
         repo: BaseRepo, commit: Commit, parent: ObjectID | None, parts: list[str]
     ) -> bool:
-        mine = read_subtree(repo, commit.tree, parts)
+        mine = read_subtree(repo.object_store, commit.tree, parts)
         if parent is None:
             return mine is not None
         before = repo.object_store[parent]
         assert isinstance(before, Commit)
-        return mine != read_subtree(repo, before.tree, parts)
+        return mine != read_subtree(repo.object_store, before.tree, parts)
 
 
 def _info(commit: Commit, parent: ObjectID | None) -> CommitInfo:

@@ -116,6 +116,7 @@ class Runner:
             environment={**outcome.environment, **self._environment()},
             duration_s=round(time.monotonic() - started, 3),
             log=outcome.log,
+            timings=dict(outcome.timings),
         )
         await self.transport.report(lease, report)
         log.info("task %s: %s in %.2fs", lease.submission_id, outcome.reason, report.duration_s)

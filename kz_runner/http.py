@@ -104,6 +104,7 @@ class HttpTransport:
                 "result": report.result,
                 "environment": report.environment,
                 "duration_s": report.duration_s,
+                "timings": report.timings,
                 "log": log.decode("utf-8", errors="replace"),
             },
         )

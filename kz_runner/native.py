@@ -182,6 +182,7 @@ class NativeTransport:
                 log_key=log_key,
                 environment=report.environment,
                 duration_s=report.duration_s,
+                timings=report.timings,
             )
             try:
                 events = decide(state, command)

@@ -46,6 +46,7 @@ class Report:
     environment: dict[str, str]
     duration_s: float
     log: bytes
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 class Transport(Protocol):

@@ -139,7 +139,7 @@ class KernelsController(Controller):
         data = ctx.kernels_cache.get(index.seq, query)
         if data is None:
             data = ctx.kernels_cache.put(query, query_kernels(index.kernels, query, index.seq))
-        return Response(data, media_type="application/json")
+        return Response(data, media_type="application/json")  # type: ignore[arg-type]  # pre-encoded
 
     @get(KERNEL, responses=errors(404), summary="Kernel detail")
     async def detail(
@@ -178,7 +178,7 @@ class KernelsController(Controller):
         metric = history.metric if history else None
         scored = [e for e in entries if e.value is not None]
         higher = bool(metric and metric.get("better") == "higher")
-        best = max(scored, key=lambda e: e.value if higher else -(e.value or 0.0), default=None)
+        best = max(scored, key=lambda e: (e.value or 0.0) * (1 if higher else -1), default=None)
         committed = [e for e in entries if e.commit] or entries
         return BenchHistory(
             kernel_id=str(kernel_id),

@@ -59,8 +59,11 @@ class RunnerController(Controller):
     ) -> RegisterAnswer:
         for arch in data.arches:
             runner.require(arch)
+        meta = new_meta(data.runner_id)
         event = RunnerRegistered(
-            **_meta(data.runner_id),
+            event_id=meta.event_id,
+            occurred_at=meta.occurred_at,
+            actor=meta.actor,
             runner_id=data.runner_id,
             arches=list(data.arches),
             device=data.device,
@@ -135,11 +138,6 @@ def _task_claim(
     if claim.submission_id != submission_id:
         raise ApiError(409, "stale_lease", "the lease token is for another submission")
     return claim
-
-
-def _meta(actor: str) -> dict[str, object]:
-    meta = new_meta(actor)
-    return {"event_id": meta.event_id, "occurred_at": meta.occurred_at, "actor": meta.actor}
 
 
 class RunnersController(Controller):

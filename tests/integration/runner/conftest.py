@@ -8,11 +8,15 @@ from pathlib import Path
 import pytest
 from runner_helpers import RMSNORM
 
+
 @pytest.fixture
 def sleepy_package(tmp_path: Path) -> Path:
     """The RMSNorm example whose benchmark first sleeps for a long time (to be killed)."""
     pkg = tmp_path / "sleepy"
     shutil.copytree(RMSNORM, pkg)
     bench = pkg / ".kernel_package" / "benchmark.py"
-    bench.write_text("import time\ntime.sleep(120)\n" + bench.read_text())
+    source = bench.read_text()
+    future = "from __future__ import annotations\n"
+    assert future in source
+    bench.write_text(source.replace(future, future + "import time\n\ntime.sleep(120)\n", 1))
     return pkg

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
 from kz_events.eventlog import EventLog
 from kz_events.events import EventMeta
-from kz_events.lifecycle import Submit, SubmissionState, decide, fold
+from kz_events.lifecycle import SubmissionState, Submit, decide, fold
 from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter
 from kz_package import pack_directory
 
@@ -44,5 +43,3 @@ async def submit_dir(log: EventLog, package: Path, kernel_id: str, tmp: Path) ->
 async def state_of(log: EventLog, arch: str, sid: str) -> tuple[SubmissionState, list]:
     stored = await log.load(aggregate_filter("submission", arch, sid))
     return fold(stored), [event for _, event in stored]
-
-

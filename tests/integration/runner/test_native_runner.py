@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_helpers import RMSNORM, RMSNORM_ID, state_of, submit_dir
 
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionClaimed, SubmissionResult
@@ -20,12 +21,12 @@ from kz_runner.core import Runner, RunnerOptions
 from kz_runner.native import NativeTransport
 from kz_runner.transport import RunnerInfo
 
-from runner_helpers import RMSNORM, RMSNORM_ID, state_of, submit_dir
-
 pytestmark = pytest.mark.integration
 
 
-def _runner(log: EventLog, tmp: Path, name: str, backend: str = "sandbox", lease_s: float = 15.0) -> Runner:
+def _runner(
+    log: EventLog, tmp: Path, name: str, backend: str = "sandbox", lease_s: float = 15.0
+) -> Runner:
     info = RunnerInfo(runner_id=name, arches=("cpu",), device="cpu", backend=backend)
     options = RunnerOptions(workdir=tmp / name, heartbeat_s=0.5, poll_s=0.5, step_timeout_s=60)
     return Runner(info, NativeTransport(log, lease_s=lease_s), get_backend(backend), options)
@@ -82,7 +83,10 @@ async def test_runner_killed_mid_task_is_finished_by_another_as_attempt_two(
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "kz_cli.main", "runner", "--arch", "cpu", "--backend", "sandbox"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -106,3 +110,69 @@ async def test_runner_killed_mid_task_is_finished_by_another_as_attempt_two(
     assert [c.attempt for c in claims] == [1, 2]
     assert [c.runner_id for c in claims] == ["doomed", "survivor"]
     assert len(results) == 1 and results[0].attempt == 2 and results[0].runner_id == "survivor"
+
+
+async def test_cancelled_submission_stops_its_task_within_a_heartbeat(
+    event_log: EventLog, tmp_path: Path, sleepy_package: Path
+) -> None:
+    """Cancelling a running submission kills its 120 s step at the next heartbeat."""
+    from runner_helpers import meta
+
+    from kz_events.lifecycle import Cancel, decide
+
+    sid = await submit_dir(event_log, sleepy_package, RMSNORM_ID, tmp_path)
+    runner = _runner(event_log, tmp_path, "r1")
+    task = asyncio.create_task(runner.run(asyncio.Event(), max_tasks=1))
+    for _ in range(400):
+        state, _ = await state_of(event_log, "cpu", sid)
+        if state.status == "running":
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    state, _ = await state_of(event_log, "cpu", sid)
+    (cancelled,) = decide(state, Cancel(meta=meta("alice"), reason="changed my mind"))
+    await event_log.append(cancelled, expect=state.version)
+    await asyncio.wait_for(task, timeout=20)
+    _, events = await state_of(event_log, "cpu", sid)
+    assert not any(isinstance(e, SubmissionResult) for e in events)
+    assert (await state_of(event_log, "cpu", sid))[0].status == "cancelled"
+
+
+async def test_sigterm_hands_the_task_back_at_once(
+    nats_server: EmbeddedServer, event_log: EventLog, tmp_path: Path, sleepy_package: Path
+) -> None:
+    """SIGTERM stops the runner and hands its task back, so another takes it without waiting."""
+    sid = await submit_dir(event_log, sleepy_package, RMSNORM_ID, tmp_path)
+    env = {
+        **os.environ,
+        "KZ_NATS_URL": nats_server.url,
+        "KZ_RUNNER_ID": "leaving",
+        "KZ_LEASE_S": "60",
+        "KZ_HEARTBEAT_S": "0.5",
+        "KZ_RUNNER_WORKDIR": str(tmp_path / "leaving"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kz_cli.main", "runner", "--arch", "cpu", "--backend", "sandbox"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            state, _ = await state_of(event_log, "cpu", sid)
+            if state.status == "running":
+                break
+            await asyncio.sleep(0.1)
+        assert state.runner_id == "leaving"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    survivor = _runner(event_log, tmp_path, "taker", backend="stub", lease_s=60)
+    await asyncio.wait_for(survivor.run(asyncio.Event(), max_tasks=1), timeout=20)
+    _, events = await state_of(event_log, "cpu", sid)
+    claims = [e for e in events if isinstance(e, SubmissionClaimed)]
+    assert [c.runner_id for c in claims] == ["leaving", "taker"]
+    assert [c.attempt for c in claims] == [1, 2]
+    assert not any(isinstance(e, SubmissionResult) and e.runner_id == "leaving" for e in events)

@@ -1,0 +1,180 @@
+"""`kz up`: the whole platform in one process — embedded NATS, the API, the projectors and a
+sandbox runner for this host — with the example kernels and a few real variants as a demo.
+
+Ctrl-C stops everything cleanly; running it again resumes from the same store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+import uvicorn
+
+from kz_api import create_app
+from kz_cli.demo import EXAMPLES, submit_demo
+from kz_events.config import Settings, load_settings
+from kz_events.eventlog import EventLog, LogOptions
+from kz_events.events import KernelImported
+from kz_events.server import EmbeddedServer
+from kz_projector.importer import import_path
+from kz_projector.service import Projectors
+from kz_runner.backends import get_backend
+from kz_runner.core import Runner, RunnerOptions, default_runner_id
+from kz_runner.native import NativeTransport
+from kz_runner.transport import RunnerInfo
+
+__all__ = ["register", "run_stack"]
+
+log = logging.getLogger("kz.up")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("up", help="run the whole platform locally")
+    parser.add_argument("--port", type=int, help="HTTP port (default KZ_PORT or 8000)")
+    parser.add_argument("--data-dir", type=Path, help="store directory (default .kz/)")
+    parser.add_argument("--no-demo", action="store_true", help="start empty")
+    parser.add_argument(
+        "--backend",
+        default="sandbox",
+        choices=["sandbox", "stub"],
+        help="the local runner's backend",
+    )
+    parser.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    settings = load_settings(config_file=args.config)
+    changes: dict[str, object] = {}
+    if args.port:
+        changes["port"] = args.port
+    if args.data_dir:
+        changes["data_dir"] = args.data_dir
+        if settings.kernel_repo_path == Path("kernel_data"):
+            changes["kernel_repo_path"] = args.data_dir / "kernel_data"
+    settings = msgspec.structs.replace(settings, **changes)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    asyncio.run(run_stack(settings, demo=not args.no_demo, backend=args.backend))
+    return 0
+
+
+async def run_stack(
+    settings: Settings,
+    *,
+    demo: bool = True,
+    backend: str = "sandbox",
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Run every part until `stop` is set (or SIGINT/SIGTERM)."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    server: EmbeddedServer | None = None
+    url = settings.nats_url
+    if url is None:
+        server = EmbeddedServer(
+            Path(settings.data_dir) / "nats", sync_always=settings.nats_sync_always
+        )
+        await asyncio.to_thread(server.start)
+        url = server.url
+    settings = msgspec.structs.replace(settings, nats_url=url)
+    elog = await EventLog.connect(url, LogOptions(replicas=settings.replicas), name="kz-up")
+    await elog.ensure()
+    tasks: list[asyncio.Task[object]] = []
+    try:
+        api = uvicorn.Server(
+            uvicorn.Config(
+                create_app(settings, event_log=elog),
+                host=settings.host,
+                port=settings.port,
+                log_level="warning",
+                lifespan="on",
+            )
+        )
+        projectors = Projectors(elog, settings)
+        runner = _local_runner(elog, settings, backend)
+        tasks = [
+            asyncio.create_task(api.serve(), name="api"),
+            asyncio.create_task(projectors.run(), name="projectors"),
+            asyncio.create_task(runner.run(stop), name="runner"),
+        ]
+        base_url = f"http://{settings.host}:{settings.port}"
+        await _wait_started(api)
+        if demo:
+            await _demo(elog, base_url)
+        print(
+            f"\nkernel zoo is up: {base_url}/webui/\n"
+            f"  submit:  kz submit DIR --kernel-id ID --server {base_url}\n"
+            f"  events:  kz events tail --nats-url {url}\n"
+            "  stop:    Ctrl-C\n",
+            flush=True,
+        )
+        await _until_stopped(stop, tasks)
+    finally:
+        stop.set()
+        for task in tasks:
+            if task.get_name() == "api":
+                continue
+            task.cancel()
+        if tasks:
+            api.should_exit = True
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await elog.close()
+        if server is not None:
+            await asyncio.to_thread(server.stop)
+
+
+def _local_runner(elog: EventLog, settings: Settings, backend: str) -> Runner:
+    info = RunnerInfo(
+        runner_id=settings.runner_id or f"local-{default_runner_id()}",
+        arches=("cpu",),
+        device="cpu (this host)",
+        backend=backend,
+    )
+    options = RunnerOptions(
+        workdir=Path(settings.data_dir) / "work",
+        heartbeat_s=settings.heartbeat_s,
+        task_timeout_s=settings.task_timeout_s,
+        step_timeout_s=settings.step_timeout_s,
+        poll_s=1.0,
+    )
+    transport = NativeTransport(elog, lease_s=settings.lease_s, max_attempts=settings.max_attempts)
+    return Runner(info, transport, get_backend(backend), options)
+
+
+async def _wait_started(api: uvicorn.Server) -> None:
+    for _ in range(300):
+        if api.started:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError("the API did not start within 15 s")
+
+
+async def _until_stopped(stop: asyncio.Event, tasks: list[asyncio.Task[object]]) -> None:
+    waiter = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    for task in done:
+        if task is not waiter and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+async def _demo(elog: EventLog, base_url: str) -> None:
+    """Import the examples and submit the variants, once per store."""
+    async for _, event in elog.replay(1, subject_filter="kz.ev.kernel.*.*.imported"):
+        if isinstance(event, KernelImported):
+            log.info("demo content already present: resuming")
+            return
+    imported = await import_path(
+        elog, EXAMPLES, submitter="examples", clock=lambda: datetime.now(UTC)
+    )
+    log.info("demo: imported %d example kernels", len(imported))
+    ids = await asyncio.to_thread(submit_demo, base_url)
+    log.info("demo: submitted %d variants", len(ids))

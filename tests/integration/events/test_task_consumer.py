@@ -1,0 +1,47 @@
+"""The per-architecture task consumer that runners share: filtering, attempts and redelivery."""
+
+from __future__ import annotations
+
+import nats.errors
+import pytest
+from kz_event_builders import Build
+
+from kz_events.eventlog import EventLog
+from kz_events.events import decode_event
+from kz_events.subjects import EVENTS_STREAM
+
+pytestmark = pytest.mark.integration
+
+
+async def test_runners_get_their_architecture_s_tasks_with_attempts(event_log: EventLog) -> None:
+    """A runner of sm90 fetches only sm90 submissions; a nak redelivers as the next attempt, up to max."""
+    other = Build.submitted(kernel_id="sm80/A/B/fp16/k")
+    mine = Build.submitted()
+    await event_log.append(other)
+    await event_log.append(mine)
+    name = await event_log.ensure_task_consumer("sm90", lease_s=30, max_attempts=2)
+    assert name == "runners-sm90"
+    assert await event_log.ensure_task_consumer("sm90", lease_s=30, max_attempts=2) == name
+    runner = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+
+    [msg] = await runner.fetch(1, timeout=5)
+    assert decode_event(msg.data) == mine
+    assert msg.metadata.num_delivered == 1
+    await msg.nak()
+    [again] = await runner.fetch(1, timeout=5)
+    assert again.metadata.num_delivered == 2
+    await again.nak()
+    with pytest.raises(nats.errors.TimeoutError):
+        await runner.fetch(1, timeout=1)
+
+
+async def test_acked_tasks_are_not_redelivered(event_log: EventLog) -> None:
+    """Once a runner acks a task, no other runner of the architecture gets it."""
+    await event_log.append(Build.submitted())
+    name = await event_log.ensure_task_consumer("sm90")
+    first = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+    second = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
+    [msg] = await first.fetch(1, timeout=5)
+    await msg.ack_sync()
+    with pytest.raises(nats.errors.TimeoutError):
+        await second.fetch(1, timeout=1)
