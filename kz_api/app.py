@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import anyio.to_thread
+import nats.errors
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
@@ -35,6 +36,7 @@ from kz_api.leases import LeaseSigner, lease_secret_from_env
 from kz_api.metrics import metrics_middleware
 from kz_api.readmodel import ReadModels
 from kz_events.config import Settings
+from kz_events.errors import LogUnavailable
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.server import EmbeddedServer
 from kz_events.subjects import EVENTS_SUBJECTS, LIVE_STREAM, LIVE_SUBJECTS
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
 CATCH_UP_S = 120.0
+RESUME_S = 1.0
 
 
 def _provide_ctx(state: State) -> ApiContext:
@@ -68,6 +71,16 @@ async def _fold_events(log_: EventLog, models: ReadModels, packages: PackageSour
 async def _fold_live(log_: EventLog, models: ReadModels) -> None:
     async for _seq, event in log_.subscribe(LIVE_SUBJECTS, 1, stream=LIVE_STREAM):
         models.apply_live(event)
+
+
+async def _supervised(name: str, fold: Callable[[], Awaitable[None]]) -> None:
+    """Run a fold; when the log drops it, log it and resume (the fold restarts where it was)."""
+    while True:
+        try:
+            await fold()
+        except (LogUnavailable, nats.errors.Error) as exc:
+            log.warning("api: %s stopped (%r); resuming in %.0f s", name, exc, RESUME_S)
+        await asyncio.sleep(RESUME_S)
 
 
 @contextlib.asynccontextmanager
@@ -109,9 +122,9 @@ def _lifespan(settings: Settings, given: EventLog | None, signer: LeaseSigner): 
             target = await elog.last_seq()
             tasks = [
                 asyncio.create_task(
-                    _fold_events(elog, models, packages), name="kz-api-fold-events"
+                    _supervised("event fold", lambda: _fold_events(elog, models, packages))
                 ),
-                asyncio.create_task(_fold_live(elog, models), name="kz-api-fold-live"),
+                asyncio.create_task(_supervised("live fold", lambda: _fold_live(elog, models))),
             ]
             try:
                 if not await models.wait_seq(target, CATCH_UP_S):
@@ -133,7 +146,8 @@ def create_app(
     settings: Settings, *, event_log: EventLog | None = None, lease_secret: bytes | None = None
 ) -> Litestar:
     """The API for `settings`; with `event_log` it uses that connection and leaves it open."""
-    signer = LeaseSigner(lease_secret or lease_secret_from_env())
+    configured = settings.lease_secret.encode() if settings.lease_secret else None
+    signer = LeaseSigner(lease_secret or configured or lease_secret_from_env())
     route_handlers: list[object] = [
         SystemController,
         KernelsController,

@@ -9,6 +9,7 @@ import msgspec
 from msgspec import Meta
 
 __all__ = [
+    "RUNNER_ID_PATTERN",
     "BenchHistory",
     "CancelBody",
     "ClaimBody",
@@ -44,7 +45,8 @@ __all__ = [
     "TaskOffer",
 ]
 
-RunnerId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,127}$")]
+RUNNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,127}$"
+RunnerId = Annotated[str, Meta(pattern=RUNNER_ID_PATTERN)]
 ArchName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+\-]{0,63}$")]
 Reason = Annotated[str, Meta(max_length=2000)]
 Outcome = Literal[

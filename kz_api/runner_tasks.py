@@ -28,7 +28,8 @@ from kz_package import validate_result_document
 __all__ = ["LOG_CAP", "claim_task", "heartbeat", "report_result", "verify_lease"]
 
 LOG_CAP = 4 * 1024 * 1024
-ACK, IN_PROGRESS = b"+ACK", b"+WPI"
+ACK, IN_PROGRESS, NAK = b"+ACK", b"+WPI", b"-NAK"
+HAND_BACK_PHASE = "handed_back"  # a heartbeat in this phase gives the task back at once
 
 
 async def _consumer(ctx: ApiContext, arch: str) -> str:
@@ -146,6 +147,10 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
         return True
     if view.state.status is not Status.RUNNING:
         raise ApiError(409, "stale_lease", f"the submission is {view.state.status}, not running")
+    if phase == HAND_BACK_PHASE:
+        # The runner is shutting down: give the task back at once for another runner.
+        await ctx.log.nc.publish(claim.reply, NAK)
+        return False
     meta = new_meta(claim.runner_id)
     beat = TaskHeartbeat(
         event_id=meta.event_id,

@@ -54,6 +54,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_upload_bytes: int = 32 * 1024 * 1024
     max_open_submissions: int = 50
     replicas: int = 1
+    lease_secret: str | None = None
 
     @property
     def effective_index_path(self) -> Path:
@@ -90,6 +91,7 @@ _ENV: dict[str, str] = {
     "KZ_MAX_UPLOAD_BYTES": "max_upload_bytes",
     "KZ_MAX_OPEN_SUBMISSIONS": "max_open_submissions",
     "KZ_REPLICAS": "replicas",
+    "KZ_LEASE_SECRET": "lease_secret",
 }
 _FIELD_TO_ENV = {field: env for env, field in _ENV.items()}
 _JSON_FIELDS = {"runner_keys", "submitter_tokens"}

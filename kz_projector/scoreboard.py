@@ -7,11 +7,11 @@ package's source main carries. `scoreboard(board)` renders the document CONTRACT
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
-
-import yaml
 
 __all__ = [
     "Accepted",
@@ -59,6 +59,7 @@ class Board:
     base_digest: str | None = None
     accepted: tuple[Accepted, ...] = ()
     source_digest: str | None = None
+    best: Accepted | None = None  # the best of `accepted`, kept so a fold stays linear
 
 
 def metric_of_result(result: dict[str, Any]) -> dict[str, str] | None:
@@ -83,11 +84,17 @@ def board_import(
 
 
 def board_accept(board: Board, accepted: Accepted, metric: dict[str, str] | None) -> Board:
+    new_metric = metric or board.metric or metric_of_result(accepted.result)
+    better = (new_metric or {}).get("better", "lower")
+    best = board.best
+    if best is None or _wins(accepted.value, best.value, better):
+        best = accepted
     return replace(
         board,
-        metric=metric or board.metric or metric_of_result(accepted.result),
+        metric=new_metric,
         accepted=(*board.accepted, accepted),
         source_digest=accepted.digest,
+        best=best,
     )
 
 
@@ -101,7 +108,8 @@ def board_disqualify(board: Board, submission_id: str) -> Board | None:
         return None
     fallback = _best_accepted(left, _better(board))
     source = fallback.digest if fallback is not None else board.base_digest
-    return replace(board, accepted=left, source_digest=source or board.source_digest)
+    return replace(board, accepted=left, source_digest=source or board.source_digest,
+                   best=fallback)
 
 
 def _better(board: Board) -> str:
@@ -151,7 +159,7 @@ def entry_of(item: Accepted) -> dict[str, Any]:
 
 def best_entry(board: Board) -> dict[str, Any] | None:
     """The best standing entry: an accepted result, or the imported seed's best."""
-    best = _best_accepted(board.accepted, _better(board))
+    best = board.best
     seed_best = (board.seed or {}).get("best")
     if best is None:
         return dict(seed_best) if isinstance(seed_best, dict) else None
@@ -197,7 +205,55 @@ def scoreboard(board: Board) -> dict[str, Any]:
     return doc
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if text in ("inf", "-inf", "nan"):
+            return {"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}[text]
+        mantissa, _, exponent = text.partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return mantissa + ("e" + exponent if exponent else "")
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _key(key: Any) -> str:
+    text = str(key)
+    plain = _PLAIN_KEY.fullmatch(text) and text.lower() not in _RESERVED
+    return text if plain else json.dumps(text, ensure_ascii=False)
+
+
+_RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"})
+
+
+def _emit(value: Any, indent: str, out: list[str]) -> None:
+    """Block-style YAML lines for a mapping or a list; scalars are JSON-quoted when strings."""
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        head = f"{indent}{_key(key)}:" if isinstance(value, dict) else f"{indent}-"
+        if isinstance(item, dict | list) and item:
+            out.append(head)
+            _emit(item, indent + "  ", out)
+        elif isinstance(item, dict | list):
+            out.append(f"{head} {'{}' if isinstance(item, dict) else '[]'}")
+        else:
+            out.append(f"{head} {_scalar(item)}")
+
+
 def render_yaml(doc: dict[str, Any]) -> bytes:
-    """Deterministic YAML: the same document always gives the same bytes."""
-    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, default_flow_style=False)
-    return text.encode()
+    """Deterministic block YAML (strings double-quoted): the same document, the same bytes.
+
+    A small emitter of our own: the general one is the slowest step of a replay.
+    """
+    out: list[str] = []
+    _emit(doc, "", out)
+    return ("\n".join(out) + "\n").encode()

@@ -7,13 +7,14 @@ from typing import Annotated
 from litestar import Controller, Response, get, post
 from litestar.di import Provide
 from litestar.openapi import ResponseSpec
-from litestar.params import FromPath, HeaderParameter, JSONBody
+from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 
 from kz_api.auth import RunnerDep, identify_runner
 from kz_api.context import Ctx
 from kz_api.errors import ApiError
 from kz_api.leases import LeaseClaim
 from kz_api.models import (
+    RUNNER_ID_PATTERN,
     ClaimTaskBody,
     HeartbeatAnswer,
     HeartbeatBody,
@@ -90,6 +91,23 @@ class RunnerController(Controller):
         self, ctx: Ctx, runner: RunnerDep, data: JSONBody[ClaimTaskBody]
     ) -> Response[TaskOffer | None]:
         offer = await claim_task(ctx, runner, data.runner_id, data.wait_s)
+        if offer is None:
+            return Response(None, status_code=204)
+        return Response(offer)
+
+    @get(
+        "/claim",
+        responses={**errors(401, 403, 404), 204: NO_TASK},
+        summary="Long-poll for a task (query-string form of POST /api/runner/claim)",
+    )
+    async def claim_get(
+        self,
+        ctx: Ctx,
+        runner: RunnerDep,
+        runner_id: Annotated[str, QueryParameter(pattern=RUNNER_ID_PATTERN)],
+        wait_s: Annotated[float, QueryParameter(ge=0, le=30)] = 0.0,
+    ) -> Response[TaskOffer | None]:
+        offer = await claim_task(ctx, runner, runner_id, wait_s)
         if offer is None:
             return Response(None, status_code=204)
         return Response(offer)

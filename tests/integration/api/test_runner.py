@@ -173,3 +173,14 @@ async def test_open_mode_accepts_any_runner_key(api: Api) -> None:
     resp = await _register(api, headers={"X-Runner-Key": "anything"})
     assert resp.status_code == 200
     assert KERNEL.startswith("cpu/")
+
+
+@keyed
+async def test_claim_by_get_query(api: Api) -> None:
+    """GET /api/runner/claim takes runner_id and wait_s from the query string."""
+    await _register(api)
+    await api.submit(tarball(api.tmp))
+    resp = await api.client.get(
+        "/api/runner/claim", params={"runner_id": "r1", "wait_s": 2}, headers=CPU
+    )
+    assert resp.status_code == 200 and resp.json()["attempt"] == 1

@@ -18,7 +18,9 @@ class Build:
         return EventMeta(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC), actor=actor)
 
     @staticmethod
-    def submitted(submission_id: str | None = None, kernel_id: str = KERNEL_ID) -> SubmissionSubmitted:
+    def submitted(
+        submission_id: str | None = None, kernel_id: str = KERNEL_ID
+    ) -> SubmissionSubmitted:
         return SubmissionSubmitted(
             event_id=str(uuid.uuid4()),
             occurred_at=datetime.now(UTC),
@@ -43,4 +45,3 @@ class Build:
             lease_id="L1",
             phase=phase,
         )
-

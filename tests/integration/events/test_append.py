@@ -7,14 +7,13 @@ import uuid
 
 import nats.js.errors
 import pytest
+from kz_event_builders import Build
 
 from kz_events.errors import ConcurrencyConflict
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionClaimed
 from kz_events.lifecycle import Claim, Status, decide, fold
 from kz_events.subjects import EVENTS_STREAM, LIVE_STREAM, aggregate_filter
-
-from kz_event_builders import Build
 
 pytestmark = pytest.mark.integration
 
@@ -78,9 +77,7 @@ async def test_expectations_are_per_aggregate(event_log: EventLog) -> None:
     seq = await event_log.append(mine, expect=0)
     for _ in range(3):
         await event_log.append(Build.submitted(), expect=0)
-    claim = SubmissionClaimed(
-        **_ids(mine.submission_id), runner_id="r", attempt=1, lease_id="L"
-    )
+    claim = SubmissionClaimed(**_ids(mine.submission_id), runner_id="r", attempt=1, lease_id="L")
     assert await event_log.append(claim, expect=seq) == seq + 4
 
 

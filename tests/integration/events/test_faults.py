@@ -21,15 +21,17 @@ IMPATIENT = LogOptions(retry_attempts=3, retry_total_s=10, request_timeout_s=0.5
 async def test_lost_server_mid_append_surfaces_log_unavailable(
     nats_server: EmbeddedServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """With the server killed, an append retries a bounded number of times, logs each, then raises."""
+    """With the server killed, an append retries a bounded number of times, logs, then raises."""
     elog = await EventLog.connect(nats_server.url, IMPATIENT)
     try:
         await elog.ensure()
         await elog.append(Build.submitted())
         nats_server.kill()
-        with caplog.at_level(logging.WARNING, logger="kz_events.eventlog"):
-            with pytest.raises(LogUnavailable, match="did not answer"):
-                await asyncio.wait_for(elog.append(Build.submitted()), timeout=60)
+        with (
+            caplog.at_level(logging.WARNING, logger="kz_events.eventlog"),
+            pytest.raises(LogUnavailable, match="did not answer"),
+        ):
+            await asyncio.wait_for(elog.append(Build.submitted()), timeout=60)
         retries = [r for r in caplog.records if "retrying" in r.getMessage()]
         assert len(retries) == IMPATIENT.retry_attempts - 1
     finally:
@@ -58,7 +60,7 @@ async def _drain(elog: EventLog) -> None:
 
 
 async def test_retrying_a_lost_append_stores_it_once(tmp_path: Path) -> None:
-    """An append that failed while the server was away may still land; retrying it stores it once."""
+    """An append that failed while the server was away may land later; a retry stores it once."""
     store, port = tmp_path / "store", free_port()
     first = EmbeddedServer(store, port=port).start()
     elog = await EventLog.connect(first.url, IMPATIENT)
@@ -71,7 +73,9 @@ async def test_retrying_a_lost_append_stores_it_once(tmp_path: Path) -> None:
         with pytest.raises(LogUnavailable):
             await asyncio.wait_for(elog.append(lost), timeout=60)
         with EmbeddedServer(store, port=port):
-            patient = EventLog(elog.nc, LogOptions(retry_attempts=40, retry_total_s=30, request_timeout_s=1))
+            patient = EventLog(
+                elog.nc, LogOptions(retry_attempts=40, retry_total_s=30, request_timeout_s=1)
+            )
             seq = await asyncio.wait_for(patient.append(lost), timeout=60)
             assert await patient.load("kz.ev.>") == [(1, before), (seq, lost)]
             await elog.close()
@@ -80,7 +84,9 @@ async def test_retrying_a_lost_append_stores_it_once(tmp_path: Path) -> None:
 
 
 async def test_unreachable_server_at_connect() -> None:
-    """Connecting where nothing listens raises LogUnavailable naming the address once attempts run out."""
+    """Connecting where nothing listens raises LogUnavailable naming the address, bounded."""
     url = f"nats://127.0.0.1:{free_port()}"
     with pytest.raises(LogUnavailable, match=f"cannot reach NATS at {url}"):
-        await asyncio.wait_for(EventLog.connect(url, IMPATIENT, max_reconnect_attempts=1), timeout=60)
+        await asyncio.wait_for(
+            EventLog.connect(url, IMPATIENT, max_reconnect_attempts=1), timeout=60
+        )

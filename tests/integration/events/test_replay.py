@@ -65,7 +65,9 @@ async def test_replay_filters_by_architecture(event_log: EventLog) -> None:
     mine = Build.submitted(kernel_id="sm_9.0/A/B/fp16/k")
     await event_log.append(Build.submitted())
     await event_log.append(mine)
-    assert await _collect(event_log.replay(subject_filter=submitted_filter("sm_9.0"))) == [(2, mine)]
+    assert await _collect(event_log.replay(subject_filter=submitted_filter("sm_9.0"))) == [
+        (2, mine)
+    ]
 
 
 async def test_replay_of_an_empty_log_stops_at_once(event_log: EventLog) -> None:

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_runners_get_their_architecture_s_tasks_with_attempts(event_log: EventLog) -> None:
-    """A runner of sm90 fetches only sm90 submissions; a nak redelivers as the next attempt, up to max."""
+    """An sm90 runner fetches only sm90 tasks; a nak redelivers as the next attempt, up to max."""
     other = Build.submitted(kernel_id="sm80/A/B/fp16/k")
     mine = Build.submitted()
     await event_log.append(other)
@@ -23,16 +23,19 @@ async def test_runners_get_their_architecture_s_tasks_with_attempts(event_log: E
     assert name == "runners-sm90"
     assert await event_log.ensure_task_consumer("sm90", lease_s=30, max_attempts=2) == name
     runner = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-
-    [msg] = await runner.fetch(1, timeout=5)
-    assert decode_event(msg.data) == mine
-    assert msg.metadata.num_delivered == 1
-    await msg.nak()
-    [again] = await runner.fetch(1, timeout=5)
-    assert again.metadata.num_delivered == 2
-    await again.nak()
-    with pytest.raises(nats.errors.TimeoutError):
-        await runner.fetch(1, timeout=1)
+    try:
+        [msg] = await runner.fetch(1, timeout=5)
+        assert decode_event(msg.data) == mine
+        assert msg.metadata.num_delivered == 1
+        await msg.nak()
+        [again] = await runner.fetch(1, timeout=5)
+        assert again.metadata.num_delivered == 2
+        await again.nak()
+        with pytest.raises(nats.errors.TimeoutError):
+            await runner.fetch(1, timeout=1)
+    finally:
+        # A pull subscription left with an expired request makes a later drain wait its timeout.
+        await runner.unsubscribe()
 
 
 async def test_acked_tasks_are_not_redelivered(event_log: EventLog) -> None:
@@ -41,7 +44,11 @@ async def test_acked_tasks_are_not_redelivered(event_log: EventLog) -> None:
     name = await event_log.ensure_task_consumer("sm90")
     first = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
     second = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
-    [msg] = await first.fetch(1, timeout=5)
-    await msg.ack_sync()
-    with pytest.raises(nats.errors.TimeoutError):
-        await second.fetch(1, timeout=1)
+    try:
+        [msg] = await first.fetch(1, timeout=5)
+        await msg.ack_sync()
+        with pytest.raises(nats.errors.TimeoutError):
+            await second.fetch(1, timeout=1)
+    finally:
+        await first.unsubscribe()
+        await second.unsubscribe()

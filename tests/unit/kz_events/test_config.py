@@ -124,7 +124,7 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize(("environ", "line"), BAD_VALUES)
 def test_one_clear_line_per_bad_value(environ: dict[str, str], line: str) -> None:
-    """A bad value stops loading with one line naming the variable, what it expects and what came."""
+    """A bad value stops loading with one line: the variable, what it expects, what came."""
     with pytest.raises(ConfigError) as caught:
         load_settings(environ)
     message = caught.value.message

@@ -90,6 +90,7 @@ SAMPLES: dict[str, Event] = {
         log_key=f"{SID}-1",
         environment={"device": "H100"},
         duration_s=42.5,
+        timings={"build_s": 3.5, "benchmark_s": 39.0},
     ),
     "accepted": SubmissionAccepted(
         **_sub(4, "referee"),

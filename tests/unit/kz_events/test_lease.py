@@ -27,12 +27,18 @@ KID = "sm90/Attention/MHA/fp16/flash_v3"
 
 
 def at(seconds: float, actor: str = "svc") -> EventMeta:
-    return EventMeta(event_id=f"e{seconds}", occurred_at=T0 + timedelta(seconds=seconds), actor=actor)
+    return EventMeta(
+        event_id=f"e{seconds}", occurred_at=T0 + timedelta(seconds=seconds), actor=actor
+    )
 
 
 def claim(who: str, when: float, ttl: float = 60, lease_id: str | None = None) -> ClaimKernel:
     return ClaimKernel(
-        meta=at(when, who), kernel_id=KID, holder=who, lease_id=lease_id or f"{who}-{when}", ttl_s=ttl
+        meta=at(when, who),
+        kernel_id=KID,
+        holder=who,
+        lease_id=lease_id or f"{who}-{when}",
+        ttl_s=ttl,
     )
 
 
@@ -68,13 +74,16 @@ def test_holder_renews_keeping_the_lease_id() -> None:
 
 
 def test_held_by_other_is_refused_with_holder_and_expiry() -> None:
-    """Another submitter's claim on a held kernel is refused as claim_held naming holder and expiry."""
+    """A claim on a kernel held by another is refused as claim_held naming holder and expiry."""
     lease = apply(KernelLease(), claim("alice", 0), 1)
     with pytest.raises(RuleViolation) as caught:
         decide_lease(lease, claim("bob", 59))
     refusal = caught.value
     assert refusal.code == "claim_held"
-    assert refusal.details == {"holder": "alice", "expires_at": (T0 + timedelta(seconds=60)).isoformat()}
+    assert refusal.details == {
+        "holder": "alice",
+        "expires_at": (T0 + timedelta(seconds=60)).isoformat(),
+    }
     assert "alice" in refusal.message
 
 
@@ -109,8 +118,10 @@ def test_release_by_holder() -> None:
     ("lease_claims", "who", "when"),
     [([], "alice", 0), ([("alice", 0)], "bob", 10), ([("alice", 0)], "alice", 60)],
 )
-def test_release_without_holding_is_refused(lease_claims: list[tuple[str, float]], who: str, when: float) -> None:
-    """Releasing a lease one does not hold (free, someone else's, or expired) is refused as not_held."""
+def test_release_without_holding_is_refused(
+    lease_claims: list[tuple[str, float]], who: str, when: float
+) -> None:
+    """Releasing a lease one does not hold (free, another's, expired) is refused as not_held."""
     lease = KernelLease()
     for seq, (holder, t) in enumerate(lease_claims, start=1):
         lease = apply(lease, claim(holder, t), seq)
@@ -160,7 +171,9 @@ class LeaseMachine(RuleBasedStateMachine):
         held_by_other = self.held() and self.model_holder != who
         old_lease_id = self.lease.lease_id if self.held() else None
         try:
-            events = decide_lease(self.lease, claim(who, self.now, ttl, lease_id=f"{who}-{self.seq}"))
+            events = decide_lease(
+                self.lease, claim(who, self.now, ttl, lease_id=f"{who}-{self.seq}")
+            )
         except RuleViolation as refusal:
             assert held_by_other
             assert refusal.code == "claim_held"

@@ -310,7 +310,7 @@ def outcome_of(state: SubmissionState, command: Command) -> str:
 
 @pytest.mark.parametrize(("situation", "kind", "expected"), CASES)
 def test_decide_table(situation: str, kind: str, expected: str) -> None:
-    """Every command in every status either yields the one expected event or the expected refusal."""
+    """Every command in every status yields the one expected event or the expected refusal."""
     state = state_in(situation)
     assert outcome_of(state, command_for(kind, state)) == expected
 
@@ -333,7 +333,7 @@ def test_situations_have_the_expected_status() -> None:
 
 
 def test_decide_stamps_meta_and_ids() -> None:
-    """Decided events carry the command's meta and the submission's ids, never a clock of their own."""
+    """Decided events carry the command's meta and the submission's ids, never a clock."""
     state = state_in("queued")
     [event] = decide(state, claim(1, "r7", "L9"))
     assert isinstance(event, SubmissionClaimed)
@@ -480,7 +480,7 @@ def test_accepted_carries_what_the_git_projector_needs() -> None:
 
 
 def test_commit_is_idempotent_only_for_the_same_commit() -> None:
-    """Re-announcing the same commit yields nothing; a different commit on a committed one is refused."""
+    """Re-announcing the same commit yields nothing; a different commit is refused."""
     state = state_in("committed")
     same = Commit(
         meta=meta(70), source_commit="s" * 40, bench_result_commit="b" * 40, accepted_seq=4

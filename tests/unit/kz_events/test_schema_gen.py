@@ -17,7 +17,7 @@ GOLDEN = Path(__file__).parent / "golden" / "events.json"
 
 
 def test_committed_schemas_match_the_code() -> None:
-    """schemas/events/ is exactly what the generator makes now (run `python -m kz_events.schema_gen`)."""
+    """schemas/events/ is what the generator makes now (fix: `python -m kz_events.schema_gen`)."""
     assert schema_gen.check() == []
 
 

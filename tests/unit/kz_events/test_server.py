@@ -87,7 +87,7 @@ def test_variable_pointing_nowhere_is_refused(
 
 @pytest.mark.parametrize("version", ["v2.10.29", "v2.9.0", "v1.4.1"])
 def test_old_server_is_refused_with_one_line(tmp_path: Path, version: str) -> None:
-    """Starting on a server older than 2.11 fails before launch with one line naming both versions."""
+    """A server older than 2.11 is refused before launch, one line naming both versions."""
     binary = fake_server(tmp_path / "nats-server", version)
     server = EmbeddedServer(tmp_path / "store", binary=binary)
     with pytest.raises(ServerTooOld) as caught:

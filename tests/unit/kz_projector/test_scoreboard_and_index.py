@@ -1,0 +1,169 @@
+"""The pure folds: scoreboard, index, and the sweeper's rule."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kz_events.events import (
+    KernelImported,
+    SubmissionAccepted,
+    SubmissionClaimed,
+    SubmissionCommitted,
+    SubmissionDisqualified,
+    SubmissionSubmitted,
+)
+from kz_package.schemas import validate
+from kz_package.yaml_safe import load_yaml
+from kz_projector.index import IndexState, PackageFacts, fold_index, render_index, with_facts
+from kz_projector.scoreboard import (
+    Accepted,
+    Board,
+    board_accept,
+    board_disqualify,
+    board_import,
+    render_yaml,
+    scoreboard,
+)
+from kz_projector.sweeper import OpenTask, lost_tasks
+
+pytestmark = pytest.mark.unit
+
+KID = "cpu/Norm/RMSNorm/fp32/k"
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+METRIC = {"name": "latency", "unit": "us", "better": "lower"}
+
+
+def _result(value: float) -> dict[str, Any]:
+    return {"schema_version": 1, "accepted": True, "reason": "ok",
+            "metric": {**METRIC, "value": value},
+            "workloads": [{"name": "w", "value": value,
+                           "stats": {"median": value, "samples": [value], "p10": value,
+                                     "p90": value}}],
+            "correctness": {"passed": True, "checks": [{"name": "w", "passed": True}]},
+            "environment": {"device": "cpu"}}
+
+
+def _accepted(n: int, value: float) -> Accepted:
+    return Accepted(seq=n, submission_id=f"00000000-0000-4000-8000-{n:012d}", submitter="a",
+                    runner_id="r", digest=f"d{n}", value=value, at="2025-01-01T00:00:00Z",
+                    result=_result(value), environment={})
+
+
+@pytest.mark.parametrize(("better", "values", "best"), [
+    ("lower", [5.0, 3.0, 4.0], 3.0),
+    ("higher", [5.0, 3.0, 7.0], 7.0),
+    ("lower", [2.0, 2.0], 2.0),
+])
+def test_best_follows_the_metric_direction(better: str, values: list[float], best: float) -> None:
+    """Best is the extreme value in the metric's direction; current is the latest."""
+    board = Board(kernel_id=KID, metric={**METRIC, "better": better})
+    for n, value in enumerate(values):
+        board = board_accept(board, _accepted(n, value), None)
+    doc = scoreboard(board)
+    assert doc["best"]["value"] == best and doc["current"]["value"] == values[-1]
+    assert doc["accepted_count"] == len(values)
+    assert validate("bench_result", doc) == []
+
+
+def test_disqualification_falls_back_to_the_best_remaining_result() -> None:
+    """Dropping the best result makes the next best the best and its package the source."""
+    board = Board(kernel_id=KID, metric=METRIC)
+    for n, value in enumerate([5.0, 1.0, 3.0]):
+        board = board_accept(board, _accepted(n, value), None)
+    after = board_disqualify(board, _accepted(1, 1.0).submission_id)
+    assert after is not None
+    assert scoreboard(after)["best"]["value"] == 3.0 and after.source_digest == "d2"
+    assert board_disqualify(after, "not-there") is None
+
+
+def test_imported_seed_competes_with_new_results() -> None:
+    """An imported scoreboard's best stays best until a result beats it."""
+    seed = {"schema_version": 1, "kernel_id": KID, "metric": METRIC, "accepted_count": 2,
+            "best": {"value": 2.0, "submission_id": "x", "at": "2024-01-01T00:00:00Z"},
+            "current": {"value": 2.5, "submission_id": "x", "at": "2024-01-01T00:00:00Z"}}
+    board = board_import(Board(kernel_id=KID), "base", seed, METRIC)
+    board = board_accept(board, _accepted(1, 3.0), None)
+    assert scoreboard(board)["best"]["value"] == 2.0
+    assert scoreboard(board)["accepted_count"] == 3
+    assert render_yaml(scoreboard(board)) == render_yaml(scoreboard(board))
+
+
+def _events() -> list[Any]:
+    base: dict[str, Any] = {"kernel_id": KID, "actor": "a"}
+    sids = [f"00000000-0000-4000-8000-{n:012d}" for n in range(3)]
+    out: list[Any] = [KernelImported(event_id="i", occurred_at=T0, package_digest="p0",
+                                     submitter_id="a", **base)]
+    for n, sid in enumerate(sids):
+        at = T0 + timedelta(minutes=n + 1)
+        out += [
+            SubmissionSubmitted(event_id=f"s{n}", occurred_at=at, submission_id=sid,
+                                submitter_id="a", package_digest=f"p{n}", package_size=1, **base),
+            SubmissionClaimed(event_id=f"c{n}", occurred_at=at, submission_id=sid,
+                              runner_id="r", attempt=1, lease_id="l", **base),
+            SubmissionAccepted(event_id=f"a{n}", occurred_at=at, submission_id=sid,
+                               submitter_id="a", runner_id="r", attempt=1,
+                               package_digest=f"p{n}", result=_result(float(5 - n)),
+                               result_seq=1, **base),
+            SubmissionCommitted(event_id=f"m{n}", occurred_at=at, submission_id=sid,
+                                source_commit="a" * 40, bench_result_commit="b" * 40,
+                                accepted_seq=1, **base),
+        ]
+    out.append(SubmissionDisqualified(event_id="d", occurred_at=T0 + timedelta(hours=1),
+                                      submission_id=sids[2], reason="cheat", **base))
+    out.append(SubmissionSubmitted(event_id="q", occurred_at=T0 + timedelta(hours=2),
+                                   submission_id="00000000-0000-4000-8000-000000000009",
+                                   submitter_id="b", package_digest="p9", package_size=1, **base))
+    return out
+
+
+def _index(upto: int | None = None) -> bytes:
+    state = IndexState()
+    for seq, event in enumerate(_events()[:upto], start=1):
+        digest = getattr(event, "package_digest", None)
+        if digest is not None:
+            state = with_facts(state, digest, PackageFacts("T", "python", METRIC))
+        state = fold_index(state, seq, event)
+    return render_index(state)
+
+
+def test_index_is_deterministic_and_fits_its_schema() -> None:
+    """The same log position renders the same bytes; the document fits index.schema.json."""
+    assert _index() == _index()
+    doc = json.loads(_index())
+    assert validate("index", doc) == []
+    kernel = doc["kernels"][0]
+    assert kernel["best"]["value"] == 4.0  # 3.0 was disqualified
+    assert kernel["accepted_count"] == 2 and kernel["disqualified"]
+    assert kernel["best"]["spread"] == {"p10": 4.0, "p90": 4.0}
+    assert doc["queue"] == {"cpu": {"queued": 1, "running": 0}}
+    assert doc["leaderboards"]["cpu/Norm/RMSNorm/fp32"][0]["kernel_id"] == KID
+    assert doc["generated_at"] == "2025-01-01T02:00:00Z" and doc["head_commit"] == "b" * 40
+
+
+def test_index_can_be_rendered_as_of_a_past_position() -> None:
+    """Folding a prefix of the log gives the index as it was then."""
+    doc = json.loads(_index(4))
+    assert doc["log_seq"] == 4 and doc["kernels"][0]["best"]["value"] == 5.0
+
+
+def test_lost_tasks_are_last_attempts_quiet_past_lease_and_grace() -> None:
+    """Only tasks on their last attempt and silent past lease + grace are lost."""
+    tasks = [OpenTask("a", 3, 3, T0), OpenTask("b", 1, 3, T0), OpenTask("c", 3, 3, T0)]
+    beats = {"c": T0 + timedelta(seconds=50)}
+    now = T0 + timedelta(seconds=60)
+    assert lost_tasks(tasks, beats, now, lease_s=15, grace_s=15) == ["a"]
+    assert lost_tasks(tasks, {}, T0 + timedelta(seconds=10), lease_s=15, grace_s=15) == []
+
+
+@pytest.mark.parametrize("doc", [
+    {"schema_version": 1, "kernel_id": KID},
+    {"a": [{"b": 1.5e-07, "c": "yes"}, {"d": None, "e": True}], "f": [], "g": {}, "on": "x"},
+    {"s": "line\nbreak: # \"quoted\" ü", "n": -3, "x": 1e20, "list": [1, "2", 3.0]},
+])
+def test_rendered_yaml_loads_back_to_the_same_data(doc: dict[str, Any]) -> None:
+    """The scoreboard's YAML reads back, through the strict package loader, as the same data."""
+    assert load_yaml(render_yaml(doc), path="bench_result.yaml") == doc
