@@ -273,6 +273,7 @@ class ResultBody(_In, frozen=True, kw_only=True):
     result: dict[str, Any] | None = None
     environment: dict[str, str] = msgspec.field(default_factory=dict)
     duration_s: Annotated[float, Meta(ge=0)] = 0.0
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
     log: str = ""
 
 

@@ -196,6 +196,7 @@ async def report_result(
         log_key=log_key if body.log else None,
         environment=body.environment,
         duration_s=body.duration_s,
+        timings=body.timings,
     )
     events = decide(state, command)  # refuses a stale lease before anything is stored
     if body.log:

@@ -89,7 +89,7 @@ class GitFold:
         self.pending_tree: ObjectID | None = None
         self.resume_seq = self._head_seq()
         self.position = 0
-        self.unannounced: list[str] = []
+        self._rendered: dict[str, tuple[Board, bytes]] = {}
 
     def _head_seq(self) -> int:
         if self.head is None:
@@ -167,7 +167,7 @@ class GitFold:
             return None
         trailers = [("Kz-Event-Seq", str(seq)), ("Kz-Kernel", event.kernel_id),
                     ("Kz-Package", event.package_digest), ("Kz-Commit", "import")]
-        tree_files = {**files, BENCH: (FILE_MODE, render_yaml(scoreboard(board)))}
+        tree_files = {**files, BENCH: (FILE_MODE, self._yaml(board))}
         root = self._root_with(event.kernel_id, tree_files)
         subject = f"{event.kernel_id}: import{' - ' + event.message if event.message else ''}"
         commit = self.writer.commit(tree=root, parent=self.head,
@@ -201,6 +201,15 @@ class GitFold:
 
     # --- writing --------------------------------------------------------------------------
 
+    def _yaml(self, board: Board) -> bytes:
+        """The board's bench_result.yaml; the last one rendered per kernel is kept."""
+        cached = self._rendered.get(board.kernel_id)
+        if cached is not None and cached[0] is board:
+            return cached[1]
+        data = render_yaml(scoreboard(board))
+        self._rendered[board.kernel_id] = (board, data)
+        return data
+
     @staticmethod
     def _trailers(submission_id: str, seq: int, kernel_id: str) -> list[tuple[str, str]]:
         return [("Kz-Submission", submission_id), ("Kz-Event-Seq", str(seq)),
@@ -219,7 +228,7 @@ class GitFold:
         trailers: list[tuple[str, str]],
     ) -> tuple[ObjectID, ObjectID]:
         """The source commit: the package with the old scoreboard, on top of main."""
-        tree_files = {**files, BENCH: (FILE_MODE, render_yaml(scoreboard(board)))}
+        tree_files = {**files, BENCH: (FILE_MODE, self._yaml(board))}
         root = self._root_with(board.kernel_id, tree_files)
         commit = self.writer.commit(tree=root, parent=self.head, author=author,
                                     committer=self.service, when=event.occurred_at,
@@ -231,8 +240,8 @@ class GitFold:
         root: ObjectID,
         trailers: list[tuple[str, str]], subject: str, announce: bool,
     ) -> Applied:
-        """The bench-result commit with the new scoreboard, then the one compare-and-swap."""
-        tree_files = {**files, BENCH: (FILE_MODE, render_yaml(scoreboard(board)))}
+        """The bench-result commit with the new scoreboard; main moves at the next flush."""
+        tree_files = {**files, BENCH: (FILE_MODE, self._yaml(board))}
         kernel_tree = self.writer.tree_of(tree_files)
         new_root = self.writer.put_path(root, list(KernelId.parse(board.kernel_id).parts),
                                         kernel_tree)
@@ -289,7 +298,9 @@ class GitFold:
         for kernel_id, board in self.boards.items():
             items = tuple(replace(a, commit=found[a.submission_id][0])
                           if a.submission_id in found else a for a in board.accepted)
-            self.boards[kernel_id] = replace(board, accepted=items)
+            best = next((a for a in items if board.best is not None
+                         and a.submission_id == board.best.submission_id), None)
+            self.boards[kernel_id] = replace(board, accepted=items, best=best)
         return found
 
     def applied_of(self, kernel_id: str, submission_id: str, commits: tuple[str, str]) -> Applied:

@@ -138,6 +138,7 @@ class Writer:
         self.known: set[ObjectID] = set()
         self.cache: dict[ObjectID, ShaFile] = {}
         self.cache_size = cache_size
+        self._blobs: dict[int, tuple[bytes, ObjectID]] = {}
 
     def __getitem__(self, sha: ObjectID) -> ShaFile:
         found = self.pending.get(sha) or self.cache.get(sha)
@@ -169,7 +170,14 @@ class Writer:
         self.pending.clear()
 
     def blob(self, data: bytes) -> ObjectID:
-        return self.add(Blob.from_string(data))
+        memo = self._blobs.get(id(data))
+        if memo is not None and memo[0] is data:
+            return memo[1]  # the same bytes object as before: package files repeat
+        sha = self.add(Blob.from_string(data))
+        if len(self._blobs) > 20_000:
+            self._blobs.clear()
+        self._blobs[id(data)] = (data, sha)
+        return sha
 
     def tree_of(self, files: FileMap) -> ObjectID:
         """A tree holding `files` (nested directories built bottom-up)."""

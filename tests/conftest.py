@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+# Loaded up front: importing hypothesis lazily at session end (its pytest plugin does) hits a
+# CPython 3.11.7 AST recursion bug inside pytest's assertion rewriter.
+import hypothesis  # noqa: F401
 import pytest
 
 from kz_events.eventlog import EventLog, LogOptions

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import nats.js.errors
 import pytest
-from kz_event_builders import Build
 
 from kz_events.errors import ConcurrencyConflict
 from kz_events.eventlog import EventLog
@@ -18,9 +18,9 @@ from kz_events.subjects import EVENTS_STREAM, LIVE_STREAM, aggregate_filter
 pytestmark = pytest.mark.integration
 
 
-async def test_fifty_concurrent_claimers_one_wins(event_log: EventLog) -> None:
+async def test_fifty_concurrent_claimers_one_wins(build: Any, event_log: EventLog) -> None:
     """50 runners claiming one task at once: exactly one `claimed` is stored, 49 conflict."""
-    submitted = Build.submitted()
+    submitted = build.submitted()
     await event_log.append(submitted, expect=0)
     stream_filter = aggregate_filter("submission", "sm90", submitted.submission_id)
     state = fold(await event_log.load(stream_filter))
@@ -28,7 +28,7 @@ async def test_fifty_concurrent_claimers_one_wins(event_log: EventLog) -> None:
 
     async def claimer(n: int) -> int | ConcurrencyConflict:
         [event] = decide(
-            state, Claim(meta=Build.meta(f"r{n}"), runner_id=f"r{n}", lease_id=f"L{n}", attempt=1)
+            state, Claim(meta=build.meta(f"r{n}"), runner_id=f"r{n}", lease_id=f"L{n}", attempt=1)
         )
         try:
             return await event_log.append(event, expect=state.version)
@@ -50,10 +50,10 @@ async def test_fifty_concurrent_claimers_one_wins(event_log: EventLog) -> None:
 
 @pytest.mark.parametrize("expect", [None, 0])
 async def test_same_event_three_times_is_stored_once(
-    event_log: EventLog, expect: int | None
+    build: Any, event_log: EventLog, expect: int | None
 ) -> None:
     """Appending one event three times (a retrying writer) stores it once at one sequence."""
-    event = Build.submitted()
+    event = build.submitted()
     seqs = [await event_log.append(event, expect=expect) for _ in range(3)]
     assert seqs == [seqs[0]] * 3
     assert await event_log.last_seq() == seqs[0]
@@ -61,28 +61,30 @@ async def test_same_event_three_times_is_stored_once(
     assert stored == [(seqs[0], event)]
 
 
-async def test_stale_expectation_conflicts(event_log: EventLog) -> None:
+async def test_stale_expectation_conflicts(build: Any, event_log: EventLog) -> None:
     """An append expecting an older aggregate sequence raises ConcurrencyConflict."""
-    first = Build.submitted()
+    first = build.submitted()
     await event_log.append(first, expect=0)
-    twin = Build.submitted(submission_id=first.submission_id)
+    twin = build.submitted(submission_id=first.submission_id)
     with pytest.raises(ConcurrencyConflict) as caught:
         await event_log.append(twin, expect=0)
     assert caught.value.details["subject"].endswith(f".{first.submission_id}.*")
 
 
-async def test_expectations_are_per_aggregate(event_log: EventLog) -> None:
+async def test_expectations_are_per_aggregate(build: Any, event_log: EventLog) -> None:
     """Appends to other aggregates do not disturb an aggregate's expected sequence."""
-    mine = Build.submitted()
+    mine = build.submitted()
     seq = await event_log.append(mine, expect=0)
     for _ in range(3):
-        await event_log.append(Build.submitted(), expect=0)
-    claim = SubmissionClaimed(**_ids(mine.submission_id), runner_id="r", attempt=1, lease_id="L")
+        await event_log.append(build.submitted(), expect=0)
+    claim = SubmissionClaimed(
+        **_ids(build, mine.submission_id), runner_id="r", attempt=1, lease_id="L"
+    )
     assert await event_log.append(claim, expect=seq) == seq + 4
 
 
-def _ids(submission_id: str) -> dict[str, object]:
-    meta = Build.meta()
+def _ids(build: Any, submission_id: str) -> dict[str, object]:
+    meta = build.meta()
     return {
         "event_id": meta.event_id,
         "occurred_at": meta.occurred_at,
@@ -92,9 +94,9 @@ def _ids(submission_id: str) -> dict[str, object]:
     }
 
 
-async def test_purge_is_refused(event_log: EventLog) -> None:
+async def test_purge_is_refused(build: Any, event_log: EventLog) -> None:
     """The server refuses to purge KZ_EVENTS, whole or by subject."""
-    await event_log.append(Build.submitted())
+    await event_log.append(build.submitted())
     with pytest.raises(nats.js.errors.APIError):
         await event_log.js.purge_stream(EVENTS_STREAM)
     with pytest.raises(nats.js.errors.APIError):
@@ -103,9 +105,9 @@ async def test_purge_is_refused(event_log: EventLog) -> None:
     assert len(await event_log.load("kz.ev.>")) == 1
 
 
-async def test_message_delete_is_refused(event_log: EventLog) -> None:
+async def test_message_delete_is_refused(build: Any, event_log: EventLog) -> None:
     """The server refuses to delete a message of KZ_EVENTS."""
-    await event_log.append(Build.submitted())
+    await event_log.append(build.submitted())
     with pytest.raises(nats.js.errors.APIError):
         await event_log.js.delete_msg(EVENTS_STREAM, 1)
     assert len(await event_log.load("kz.ev.>")) == 1
@@ -125,9 +127,9 @@ async def test_streams_are_configured_as_designed(event_log: EventLog) -> None:
     assert live.max_age == 600.0
 
 
-async def test_ids_survive_the_wire(event_log: EventLog) -> None:
+async def test_ids_survive_the_wire(build: Any, event_log: EventLog) -> None:
     """An event read back equals the one appended, field for field."""
-    event = Build.submitted(submission_id=str(uuid.uuid4()))
+    event = build.submitted(submission_id=str(uuid.uuid4()))
     seq = await event_log.append(event)
     assert await event_log.load(aggregate_filter("submission", "sm90", event.submission_id)) == [
         (seq, event)

@@ -1,9 +1,11 @@
-"""Event builders shared by the event log's integration tests (imported by module name)."""
+"""Event builders for the event log's integration tests, as the `build` fixture."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+
+import pytest
 
 from kz_events.events import EventMeta, SubmissionSubmitted, TaskHeartbeat
 
@@ -45,3 +47,9 @@ class Build:
             lease_id="L1",
             phase=phase,
         )
+
+
+@pytest.fixture
+def build() -> type[Build]:
+    """The event builders."""
+    return Build

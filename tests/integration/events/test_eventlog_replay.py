@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from kz_event_builders import Build
 
 from kz_events.eventlog import EventLog, LogOptions, Stored
 from kz_events.events import SubmissionSubmitted, UnknownEvent, encode_event, subject_of
@@ -22,12 +22,13 @@ async def _collect(items: AsyncIterator[Stored]) -> list[Stored]:
 
 
 async def test_replay_after_restart_returns_every_event_in_order(
+    build: Any,
     nats_server: EmbeddedServer,
 ) -> None:
     """Events appended before a server restart replay in order, all of them, from the same store."""
     elog = await EventLog.connect(nats_server.url, LogOptions(retry_fast=True))
     await elog.ensure()
-    appended = [Build.submitted() for _ in range(300)]
+    appended = [build.submitted() for _ in range(300)]
     seqs = [await elog.append(event, expect=0) for event in appended]
     await elog.close()
     nats_server.stop()
@@ -44,9 +45,9 @@ async def test_replay_after_restart_returns_every_event_in_order(
             await again.close()
 
 
-async def test_replay_windows(event_log: EventLog) -> None:
+async def test_replay_windows(build: Any, event_log: EventLog) -> None:
     """`from_seq`, `upto`, a subject filter and small batches select exactly the right events."""
-    events = [Build.submitted() for _ in range(40)]
+    events = [build.submitted() for _ in range(40)]
     for event in events:
         await event_log.append(event)
     everything = await _collect(event_log.replay(batch=7))
@@ -60,10 +61,10 @@ async def test_replay_windows(event_log: EventLog) -> None:
     assert await _collect(event_log.replay(41)) == []
 
 
-async def test_replay_filters_by_architecture(event_log: EventLog) -> None:
+async def test_replay_filters_by_architecture(build: Any, event_log: EventLog) -> None:
     """A filter on one architecture's submitted events skips other architectures."""
-    mine = Build.submitted(kernel_id="sm_9.0/A/B/fp16/k")
-    await event_log.append(Build.submitted())
+    mine = build.submitted(kernel_id="sm_9.0/A/B/fp16/k")
+    await event_log.append(build.submitted())
     await event_log.append(mine)
     assert await _collect(event_log.replay(subject_filter=submitted_filter("sm_9.0"))) == [
         (2, mine)
@@ -76,13 +77,13 @@ async def test_replay_of_an_empty_log_stops_at_once(event_log: EventLog) -> None
     assert await event_log.load("kz.ev.>") == []
 
 
-async def test_unknown_event_types_are_surfaced(event_log: EventLog) -> None:
+async def test_unknown_event_types_are_surfaced(build: Any, event_log: EventLog) -> None:
     """An event of a type this build does not know comes back as UnknownEvent, in its place."""
-    first = Build.submitted()
+    first = build.submitted()
     await event_log.append(first)
     raw = json.dumps({"type": "teleported", "event_id": "x", "where": "mars"}).encode()
     await event_log.js.publish("kz.ev.submission.sm90.x.teleported", raw, stream=EVENTS_STREAM)
-    last = Build.submitted()
+    last = build.submitted()
     await event_log.append(last)
     replayed = await _collect(event_log.replay())
     assert replayed[0] == (1, first)
@@ -90,9 +91,9 @@ async def test_unknown_event_types_are_surfaced(event_log: EventLog) -> None:
     assert replayed[2] == (3, last)
 
 
-async def test_misfiled_event_is_not_folded(event_log: EventLog) -> None:
+async def test_misfiled_event_is_not_folded(build: Any, event_log: EventLog) -> None:
     """A known event body stored on a subject that is not its own replays as UnknownEvent."""
-    event = Build.submitted()
+    event = build.submitted()
     wrong = subject_of(event).replace(".submitted", ".claimed")
     await event_log.js.publish(wrong, encode_event(event), stream=EVENTS_STREAM)
     [(_, replayed)] = await _collect(event_log.replay())
@@ -100,9 +101,9 @@ async def test_misfiled_event_is_not_folded(event_log: EventLog) -> None:
     assert replayed.type.startswith("misfiled")
 
 
-async def test_subscribe_follows_new_events_live(event_log: EventLog) -> None:
+async def test_subscribe_follows_new_events_live(build: Any, event_log: EventLog) -> None:
     """`subscribe` yields the stored events, then events appended afterwards, in order."""
-    before = [Build.submitted() for _ in range(3)]
+    before = [build.submitted() for _ in range(3)]
     for event in before:
         await event_log.append(event)
     received: list[Stored] = []
@@ -115,7 +116,7 @@ async def test_subscribe_follows_new_events_live(event_log: EventLog) -> None:
                 got_all.set()
 
     follower = asyncio.create_task(follow())
-    after = [Build.submitted() for _ in range(5)]
+    after = [build.submitted() for _ in range(5)]
     for event in after:
         await event_log.append(event)
     await asyncio.wait_for(got_all.wait(), timeout=20)
@@ -125,10 +126,10 @@ async def test_subscribe_follows_new_events_live(event_log: EventLog) -> None:
     assert received == list(zip(range(2, 9), before[1:] + after, strict=True))
 
 
-async def test_subscribe_with_a_filter(event_log: EventLog) -> None:
+async def test_subscribe_with_a_filter(build: Any, event_log: EventLog) -> None:
     """A filtered subscription sees only its aggregate's events."""
-    mine = Build.submitted()
-    others = [Build.submitted() for _ in range(3)]
+    mine = build.submitted()
+    others = [build.submitted() for _ in range(3)]
     only = aggregate_filter("submission", "sm90", mine.submission_id)
     received: list[Stored] = []
     arrived = asyncio.Event()
@@ -148,12 +149,12 @@ async def test_subscribe_with_a_filter(event_log: EventLog) -> None:
     assert received == [(3, mine)]
 
 
-async def test_load_rebuilds_one_aggregate(event_log: EventLog) -> None:
+async def test_load_rebuilds_one_aggregate(build: Any, event_log: EventLog) -> None:
     """`load` returns exactly one aggregate's events with their sequences."""
-    mine = Build.submitted()
-    await event_log.append(Build.submitted())
+    mine = build.submitted()
+    await event_log.append(build.submitted())
     await event_log.append(mine)
-    await event_log.append(Build.submitted())
+    await event_log.append(build.submitted())
     loaded = await event_log.load(aggregate_filter("submission", "sm90", mine.submission_id))
     assert loaded == [(2, mine)]
     assert isinstance(loaded[0][1], SubmissionSubmitted)

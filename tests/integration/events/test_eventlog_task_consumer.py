@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import nats.errors
 import pytest
-from kz_event_builders import Build
 
 from kz_events.eventlog import EventLog
 from kz_events.events import decode_event
@@ -13,10 +14,12 @@ from kz_events.subjects import EVENTS_STREAM
 pytestmark = pytest.mark.integration
 
 
-async def test_runners_get_their_architecture_s_tasks_with_attempts(event_log: EventLog) -> None:
+async def test_runners_get_their_architecture_s_tasks_with_attempts(
+    build: Any, event_log: EventLog
+) -> None:
     """An sm90 runner fetches only sm90 tasks; a nak redelivers as the next attempt, up to max."""
-    other = Build.submitted(kernel_id="sm80/A/B/fp16/k")
-    mine = Build.submitted()
+    other = build.submitted(kernel_id="sm80/A/B/fp16/k")
+    mine = build.submitted()
     await event_log.append(other)
     await event_log.append(mine)
     name = await event_log.ensure_task_consumer("sm90", lease_s=30, max_attempts=2)
@@ -38,9 +41,9 @@ async def test_runners_get_their_architecture_s_tasks_with_attempts(event_log: E
         await runner.unsubscribe()
 
 
-async def test_acked_tasks_are_not_redelivered(event_log: EventLog) -> None:
+async def test_acked_tasks_are_not_redelivered(build: Any, event_log: EventLog) -> None:
     """Once a runner acks a task, no other runner of the architecture gets it."""
-    await event_log.append(Build.submitted())
+    await event_log.append(build.submitted())
     name = await event_log.ensure_task_consumer("sm90")
     first = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)
     second = await event_log.js.pull_subscribe_bind(durable=name, stream=EVENTS_STREAM)

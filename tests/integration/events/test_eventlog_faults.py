@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
-from kz_event_builders import Build
 
 from kz_events.errors import LogUnavailable
 from kz_events.eventlog import EventLog, LogOptions
@@ -19,19 +19,19 @@ IMPATIENT = LogOptions(retry_attempts=3, retry_total_s=10, request_timeout_s=0.5
 
 
 async def test_lost_server_mid_append_surfaces_log_unavailable(
-    nats_server: EmbeddedServer, caplog: pytest.LogCaptureFixture
+    build: Any, nats_server: EmbeddedServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """With the server killed, an append retries a bounded number of times, logs, then raises."""
     elog = await EventLog.connect(nats_server.url, IMPATIENT)
     try:
         await elog.ensure()
-        await elog.append(Build.submitted())
+        await elog.append(build.submitted())
         nats_server.kill()
         with (
             caplog.at_level(logging.WARNING, logger="kz_events.eventlog"),
             pytest.raises(LogUnavailable, match="did not answer"),
         ):
-            await asyncio.wait_for(elog.append(Build.submitted()), timeout=60)
+            await asyncio.wait_for(elog.append(build.submitted()), timeout=60)
         retries = [r for r in caplog.records if "retrying" in r.getMessage()]
         assert len(retries) == IMPATIENT.retry_attempts - 1
     finally:
@@ -39,12 +39,12 @@ async def test_lost_server_mid_append_surfaces_log_unavailable(
     assert elog.nc.is_closed
 
 
-async def test_reads_also_fail_bounded(nats_server: EmbeddedServer) -> None:
+async def test_reads_also_fail_bounded(build: Any, nats_server: EmbeddedServer) -> None:
     """Replay and last_seq against a lost server raise LogUnavailable instead of waiting forever."""
     elog = await EventLog.connect(nats_server.url, IMPATIENT)
     try:
         await elog.ensure()
-        await elog.append(Build.submitted())
+        await elog.append(build.submitted())
         nats_server.kill()
         with pytest.raises(LogUnavailable):
             await asyncio.wait_for(elog.last_seq(), timeout=60)
@@ -59,17 +59,17 @@ async def _drain(elog: EventLog) -> None:
         pass
 
 
-async def test_retrying_a_lost_append_stores_it_once(tmp_path: Path) -> None:
+async def test_retrying_a_lost_append_stores_it_once(build: Any, tmp_path: Path) -> None:
     """An append that failed while the server was away may land later; a retry stores it once."""
     store, port = tmp_path / "store", free_port()
     first = EmbeddedServer(store, port=port).start()
     elog = await EventLog.connect(first.url, IMPATIENT)
     try:
         await elog.ensure()
-        before = Build.submitted()
+        before = build.submitted()
         await elog.append(before)
         first.kill()
-        lost = Build.submitted()
+        lost = build.submitted()
         with pytest.raises(LogUnavailable):
             await asyncio.wait_for(elog.append(lost), timeout=60)
         with EmbeddedServer(store, port=port):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
-from kz_event_builders import Build
 
 from kz_events.eventlog import EventLog
 from kz_events.events import RunnerHeartbeat, TaskHeartbeat
@@ -15,12 +15,12 @@ from kz_events.subjects import EVENTS_STREAM, LIVE_STREAM, live_subject
 pytestmark = pytest.mark.integration
 
 
-async def test_heartbeats_keep_one_message_per_subject(event_log: EventLog) -> None:
+async def test_heartbeats_keep_one_message_per_subject(build: Any, event_log: EventLog) -> None:
     """Many heartbeats per task and runner leave exactly one message per subject: the newest."""
     first, second = str(uuid.uuid4()), str(uuid.uuid4())
     for phase in ["build", "benchmark", "upload"]:
-        await event_log.publish_live(Build.heartbeat(first, phase))
-    await event_log.publish_live(Build.heartbeat(second, "build"))
+        await event_log.publish_live(build.heartbeat(first, phase))
+    await event_log.publish_live(build.heartbeat(second, "build"))
     for n in range(4):
         await event_log.publish_live(
             RunnerHeartbeat(
@@ -42,9 +42,9 @@ async def test_heartbeats_keep_one_message_per_subject(event_log: EventLog) -> N
     assert runner.busy_with == "3"
 
 
-async def test_heartbeats_stay_out_of_the_permanent_log(event_log: EventLog) -> None:
+async def test_heartbeats_stay_out_of_the_permanent_log(build: Any, event_log: EventLog) -> None:
     """Heartbeats never land in KZ_EVENTS."""
-    await event_log.publish_live(Build.heartbeat(str(uuid.uuid4()), "build"))
+    await event_log.publish_live(build.heartbeat(str(uuid.uuid4()), "build"))
     assert (await event_log.js.stream_info(EVENTS_STREAM)).state.messages == 0
 
 

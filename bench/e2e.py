@@ -1,0 +1,358 @@
+"""End to end: submit → committed latency and sustained throughput through the whole stack.
+
+Starts an embedded `nats-server`, `kz api`, `kz projector` and several `kz runner --backend stub`
+processes, then (1) submits trivial packages one at a time and times each from the POST to the
+status long-poll answering `committed` (p50, p99), and (2) lets `--submitters` clients submit
+as fast as they can for `--duration` seconds and counts submissions answered 202 and those that
+reach `committed`, per second. Side by side: the bare HTTP round trip of `GET /api/health` on
+the same server, as a ratio. Targets: p50 < 250 ms, p99 < 1 s, >= 50 accepted/s.
+
+    .venv/bin/python bench/e2e.py [--latency 100] [--duration 20] [--runners 4] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+from kz_events.server import EmbeddedServer, free_port
+from kz_package import pack_directory
+
+__all__ = ["Figures", "Stack", "main", "package_bytes"]
+
+P50_TARGET_MS = 250.0
+P99_TARGET_MS = 1000.0
+RATE_TARGET = 50.0
+TERMINAL = {"committed", "rejected", "failed", "cancelled"}
+KERNELS = [f"cpu/Bench/e2e/fp32/k{i}" for i in range(4)]
+DESC = """schema_version: 1
+kernel_id: {kid}
+title: End-to-end bench kernel
+description: A trivial kernel for the end-to-end benchmark.
+authors: [Bench <bench@example.org>]
+language: python
+metric: {{name: latency, unit: us, better: lower}}
+workloads: [{{name: w}}]
+"""
+
+
+@dataclass
+class Figures:
+    runners: int
+    latency_n: int
+    p50_ms: float
+    p99_ms: float
+    mean_ms: float
+    bare_p50_ms: float
+    submitters: int
+    duration_s: float
+    submitted: int
+    http_accepted_per_s: float
+    committed_in_window: int
+    committed_per_s: float
+    drain_s: float
+    not_committed: dict[str, int] = field(default_factory=dict)
+
+
+def package_bytes(tmp: Path, kid: str, salt: str) -> bytes:
+    """A valid trivial package for `kid`; `salt` makes its bytes (and digest) unique."""
+    root = tmp / "pkgs" / salt
+    meta = root / ".kernel_package"
+    meta.mkdir(parents=True)
+    (meta / "desc.yaml").write_text(DESC.format(kid=kid))
+    (meta / "bench_result.yaml").write_text(f"schema_version: 1\nkernel_id: {kid}\n")
+    (meta / "benchmark.py").write_text("print('trivial')\n")
+    (meta / "build_test_env.py").write_text("print('ok')\n")
+    (root / "src").mkdir()
+    (root / "src" / "kernel.py").write_text(f"SALT = {salt!r}\n")
+    out = io.BytesIO()
+    pack_directory(root, out)
+    return out.getvalue()
+
+
+class Stack:
+    """The processes of one stack, started in order, stopped in reverse."""
+
+    def __init__(self, tmp: Path, runners: int) -> None:
+        self.tmp, self.runners = tmp, runners
+        self.nats = EmbeddedServer(tmp / "nats", sync_always=True)
+        self.port = free_port()
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {
+            **os.environ,
+            "KZ_NATS_URL": self.nats.url,
+            "KZ_DATA_DIR": str(self.tmp / "data"),
+            "KZ_KERNEL_REPO_PATH": str(self.tmp / "repo"),
+            "KZ_INDEX_PATH": str(self.tmp / "index.json"),
+            "KZ_PORT": str(self.port),
+            "KZ_MAX_OPEN_SUBMISSIONS": "100000",
+            "KZ_LEASE_SECRET": "bench-lease-secret-0123456789abcdef",
+            **extra,
+        }
+
+    def spawn(self, name: str, args: list[str], **extra: str) -> subprocess.Popen[bytes]:
+        logs = self.tmp / "logs"
+        logs.mkdir(exist_ok=True)
+        with (logs / f"{name}.log").open("wb") as sink:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kz_cli.main", *args],
+                env=self.env(**extra),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        self.procs.append((name, proc))
+        return proc
+
+    def start(self) -> None:
+        self.nats.start()
+        self.spawn("api", ["api"])
+        self.spawn("projector", ["projector"])
+        for i in range(self.runners):
+            self.spawn(
+                f"runner{i}",
+                ["runner", "--arch", "cpu", "--backend", "stub"],
+                KZ_RUNNER_ID=f"bench-stub-{i}",
+                KZ_RUNNER_WORKDIR=str(self.tmp / f"work{i}"),
+            )
+        self.wait_healthy(60.0)
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for name, proc in self.procs:
+                if proc.poll() is not None:
+                    raise SystemExit(f"{name} exited at start; see {self.tmp}/logs/{name}.log")
+            try:
+                if httpx.get(self.base + "/api/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise SystemExit(f"the API did not become healthy within {timeout_s} s")
+
+    def pid(self, name: str) -> int:
+        return next(proc.pid for n, proc in self.procs if n == name)
+
+    def stop(self) -> None:
+        for _name, proc in reversed(self.procs):
+            proc.terminate()
+        for _name, proc in reversed(self.procs):
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.nats.stop()
+
+
+@contextmanager
+def running_stack(tmp: Path, runners: int) -> Iterator[Stack]:
+    stack = Stack(tmp, runners)
+    try:
+        stack.start()
+        yield stack
+    finally:
+        stack.stop()
+
+
+async def submit(client: httpx.AsyncClient, kid: str, data: bytes, who: str) -> httpx.Response:
+    return await client.post(
+        "/api/submissions",
+        files={"package": ("p.tar.gz", data, "application/gzip")},
+        data={"kernel_id": kid},
+        headers={"X-Submitter-Id": who},
+    )
+
+
+async def wait_terminal(client: httpx.AsyncClient, sid: str, who: str, version: int) -> str:
+    """Long-poll the status until it is terminal; the final status."""
+    while True:
+        resp = await client.get(
+            f"/api/submissions/{sid}/status",
+            params={"since": version, "timeout": 30},
+            headers={"X-Submitter-Id": who},
+        )
+        resp.raise_for_status()
+        doc = resp.json()
+        if doc["status"] in TERMINAL:
+            return str(doc["status"])
+        version = int(doc["version"])
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def latency_phase(base: str, bodies: list[tuple[str, bytes]]) -> list[float]:
+    """Seconds from POST to the long-poll answering committed, one submission at a time."""
+    out: list[float] = []
+    async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+        for kid, data in bodies:
+            began = time.perf_counter()
+            resp = await submit(client, kid, data, "lat")
+            if resp.status_code != 202:
+                raise SystemExit(f"submission refused: {resp.status_code} {resp.text}")
+            answer = resp.json()
+            status = await wait_terminal(client, answer["submission_id"], "lat", answer["version"])
+            if status != "committed":
+                raise SystemExit(f"a trivial submission ended {status}, expected committed")
+            out.append(time.perf_counter() - began)
+    return out
+
+
+async def bare_latency(base: str, n: int) -> list[float]:
+    out = []
+    async with httpx.AsyncClient(base_url=base) as client:
+        for _ in range(n):
+            began = time.perf_counter()
+            (await client.get("/api/health")).raise_for_status()
+            out.append(time.perf_counter() - began)
+    return out
+
+
+@dataclass
+class Load:
+    ids: list[tuple[str, str, float]] = field(default_factory=list)  # sid, who, t_submit
+    committed_at: dict[str, float] = field(default_factory=dict)
+    final: dict[str, str] = field(default_factory=dict)
+
+
+async def load_phase(
+    base: str, bodies: list[tuple[str, bytes]], submitters: int, duration: float
+) -> tuple[Load, float, float]:
+    """Submit from `submitters` clients for `duration` s while watchers wait for each to end."""
+    load, queue = Load(), list(reversed(bodies))
+    limits = httpx.Limits(max_connections=submitters * 4, max_keepalive_connections=submitters * 4)
+    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
+        watchers: list[asyncio.Task[None]] = []
+
+        async def watch(sid: str, who: str, version: int) -> None:
+            status = await wait_terminal(client, sid, who, version)
+            load.final[sid] = status
+            if status == "committed":
+                load.committed_at[sid] = time.perf_counter()
+
+        async def submitter(n: int) -> None:
+            who = f"load{n}"
+            while queue and time.perf_counter() < deadline:
+                kid, data = queue.pop()
+                resp = await submit(client, kid, data, who)
+                if resp.status_code != 202:
+                    raise SystemExit(f"submission refused: {resp.status_code} {resp.text}")
+                answer = resp.json()
+                load.ids.append((answer["submission_id"], who, time.perf_counter()))
+                watchers.append(asyncio.create_task(watch(answer["submission_id"], who, 0)))
+
+        began = time.perf_counter()
+        deadline = began + duration
+        await asyncio.gather(*(submitter(n) for n in range(submitters)))
+        window_end = time.perf_counter()
+        await asyncio.wait_for(asyncio.gather(*watchers), timeout=300)
+        drained = time.perf_counter()
+    return load, window_end - began, drained - window_end
+
+
+def measure(args: argparse.Namespace, tmp: Path) -> Figures:
+    total = args.latency + int(args.duration * args.max_rate)
+    print(f"building {total} packages ...", flush=True)
+    bodies = [
+        (KERNELS[i % len(KERNELS)], package_bytes(tmp, KERNELS[i % len(KERNELS)], f"s{i}"))
+        for i in range(total)
+    ]
+    with running_stack(tmp / "stack", args.runners) as stack:
+        print(f"stack up at {stack.base}: nats, api, projector, {args.runners} stub runners")
+        asyncio.run(latency_phase(stack.base, bodies[: len(KERNELS)]))  # warm-up: first commits
+        lat = asyncio.run(latency_phase(stack.base, bodies[len(KERNELS) : args.latency]))
+        bare = asyncio.run(bare_latency(stack.base, 200))
+        rest = bodies[args.latency :]
+        load, window, drain = asyncio.run(
+            load_phase(stack.base, rest, args.submitters, args.duration)
+        )
+    window_end = min(t for _, _, t in load.ids) + window
+    in_window = sum(1 for t in load.committed_at.values() if t <= window_end)
+    not_committed: dict[str, int] = {}
+    for status in load.final.values():
+        if status != "committed":
+            not_committed[status] = not_committed.get(status, 0) + 1
+    return Figures(
+        runners=args.runners,
+        latency_n=len(lat),
+        p50_ms=round(pct(lat, 0.5) * 1000, 1),
+        p99_ms=round(pct(lat, 0.99) * 1000, 1),
+        mean_ms=round(statistics.mean(lat) * 1000, 1),
+        bare_p50_ms=round(pct(bare, 0.5) * 1000, 2),
+        submitters=args.submitters,
+        duration_s=round(window, 2),
+        submitted=len(load.ids),
+        http_accepted_per_s=round(len(load.ids) / window, 1),
+        committed_in_window=in_window,
+        committed_per_s=round(len(load.committed_at) / (window + drain), 1),
+        drain_s=round(drain, 2),
+        not_committed=not_committed,
+    )
+
+
+def report(fig: Figures) -> str:
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "MISS"
+
+    return "\n".join(
+        [
+            f"end to end (nats + api + projector + {fig.runners} stub runners, as processes)",
+            f"latency submit -> committed, {fig.latency_n} sequential submissions:",
+            f"  p50 {fig.p50_ms:8.1f} ms   target < {P50_TARGET_MS:.0f} ms: "
+            f"{verdict(fig.p50_ms < P50_TARGET_MS)}",
+            f"  p99 {fig.p99_ms:8.1f} ms   target < {P99_TARGET_MS:.0f} ms: "
+            f"{verdict(fig.p99_ms < P99_TARGET_MS)}",
+            f"  bare GET /api/health p50 {fig.bare_p50_ms:.2f} ms; "
+            f"ratio e2e/bare {fig.p50_ms / fig.bare_p50_ms:.0f}x",
+            f"sustained, {fig.submitters} submitters for {fig.duration_s} s:",
+            f"  submitted (202)   {fig.http_accepted_per_s:8.1f} /s  ({fig.submitted})",
+            f"  committed         {fig.committed_per_s:8.1f} /s  (all {fig.submitted} done "
+            f"{fig.drain_s} s after the window; target >= {RATE_TARGET:.0f}/s: "
+            f"{verdict(fig.committed_per_s >= RATE_TARGET)})",
+            f"  not committed: {fig.not_committed or 'none'}",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=int, default=100, help="sequential submissions")
+    parser.add_argument("--duration", type=float, default=20.0, help="load window, seconds")
+    parser.add_argument("--submitters", type=int, default=8)
+    parser.add_argument("--runners", type=int, default=4)
+    parser.add_argument("--max-rate", type=float, default=150.0, help="packages built per s")
+    parser.add_argument("--json", type=Path, help="also write the figures here as JSON")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="kz-bench-e2e-") as tmp:
+        figures = measure(args, Path(tmp))
+    print(report(figures))
+    if args.json:
+        args.json.write_text(json.dumps(asdict(figures), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

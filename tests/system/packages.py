@@ -1,0 +1,154 @@
+"""Kernel packages for the system tests, as real gzip tarballs: scripted stub packages for a fake
+GPU architecture, small real benchmarks for the sandboxed `cpu` runners, and invalid ones.
+
+Each valid package carries a nonce in `src/` so no two submissions share a digest.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from kz_package import pack_directory
+
+__all__ = [
+    "BENCHMARK",
+    "INVALID_KINDS",
+    "OUTCOMES",
+    "Planned",
+    "build",
+    "expected_status",
+    "invalid_package",
+    "valid_package",
+]
+
+DESC = """schema_version: 1
+kernel_id: {kernel_id}
+title: System test kernel {name}
+description: A kernel the system tests submit to, scripted to a verdict.
+authors: [System Tests <system@kernel-zoo.invalid>]
+language: python
+metric: {{name: latency, unit: us, better: lower}}
+workloads:
+  - name: tiny
+    params: {{n: 1}}
+"""
+
+# The judge of the `cpu` kernels: a real benchmark run in the sandbox. It reads the verdict the
+# package asks for from src/verdict.json, and writes a valid result document (or fails).
+BENCHMARK = '''"""System-test benchmark: obey src/verdict.json."""
+import json
+import os
+import sys
+import time
+
+plan = json.load(open("src/verdict.json"))
+verdict, value = plan["verdict"], float(plan["value"])
+if verdict == "error":
+    sys.exit("benchmark error on purpose")
+if verdict == "hang":
+    time.sleep(3600)
+stats = {k: value for k in ("median", "mean", "min", "max", "p10", "p90")}
+doc = {
+    "schema_version": 1,
+    "accepted": verdict == "accept",
+    "reason": "system test verdict " + verdict,
+    "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
+    "workloads": [{"name": "tiny", "value": value,
+                   "stats": dict(stats, stdev=0.0, samples=[value])}],
+    "correctness": {"passed": True, "checks": [{"name": "tiny", "max_abs_err": 0.0,
+                    "max_rel_err": 0.0, "atol": 0.0, "rtol": 0.0, "passed": True}]},
+    "environment": {"device": "cpu", "driver": "none", "runtime": "python"},
+}
+with open(os.environ["KZ_RESULT_PATH"], "w") as out:
+    json.dump(doc, out)
+'''
+
+BUILD = '''"""System-test build step: fail when src/verdict.json asks for it."""
+import json
+import sys
+
+if json.load(open("src/verdict.json"))["verdict"] == "build_fail":
+    sys.exit("build failed on purpose")
+print("build ok")
+'''
+
+# Verdict the package asks for → the status its submission must end in.
+OUTCOMES = {
+    "accept": "committed",
+    "reject": "rejected",
+    "build_fail": "failed",
+    "error": "failed",
+    "hang": "failed",
+}
+INVALID_KINDS = ("wrong_kernel_id", "bad_yaml", "not_gzip")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One submission a test means to make."""
+
+    kernel_id: str
+    verdict: str  # a key of OUTCOMES, or "invalid:<kind>"
+    value: float
+    submitter: str
+
+    @property
+    def invalid(self) -> bool:
+        return self.verdict.startswith("invalid:")
+
+
+def expected_status(plan: Planned) -> str | None:
+    return None if plan.invalid else OUTCOMES[plan.verdict]
+
+
+def _write_package(root: Path, kernel_id: str, verdict: str, value: float) -> Path:
+    meta = root / ".kernel_package"
+    meta.mkdir(parents=True)
+    name = kernel_id.rsplit("/", 1)[-1]
+    (meta / "desc.yaml").write_text(DESC.format(kernel_id=kernel_id, name=name))
+    (meta / "bench_result.yaml").write_text(f"schema_version: 1\nkernel_id: {kernel_id}\n")
+    (meta / "build_test_env.py").write_text(BUILD)
+    (meta / "benchmark.py").write_text(BENCHMARK)
+    src = root / "src"
+    src.mkdir()
+    script = {"verdict": verdict, "value": value}
+    (src / "stub.json").write_text(json.dumps(script))
+    (src / "verdict.json").write_text(json.dumps(script))
+    (src / "nonce.txt").write_text(uuid.uuid4().hex)
+    return root
+
+
+def _tar(root: Path) -> bytes:
+    out = io.BytesIO()
+    pack_directory(root, out)
+    return out.getvalue()
+
+
+def valid_package(tmp: Path, kernel_id: str, verdict: str, value: float) -> bytes:
+    """A package for `kernel_id` whose benchmark (stub or real) answers `verdict`."""
+    return _tar(_write_package(tmp / uuid.uuid4().hex, kernel_id, verdict, value))
+
+
+def invalid_package(tmp: Path, kernel_id: str, kind: str) -> bytes:
+    """A package the API must refuse at the door."""
+    if kind == "not_gzip":
+        return b"this is not a gzip tarball " + uuid.uuid4().bytes
+    root = _write_package(tmp / uuid.uuid4().hex, kernel_id, "accept", 1.0)
+    desc = root / ".kernel_package" / "desc.yaml"
+    if kind == "wrong_kernel_id":
+        desc.write_text(desc.read_text().replace(kernel_id, kernel_id + "_other"))
+    elif kind == "bad_yaml":
+        desc.write_text("schema_version: 1\nkernel_id: [unclosed\n")
+    else:
+        raise ValueError(f"invalid kind: expected one of {INVALID_KINDS}, got {kind!r}")
+    return _tar(root)
+
+
+def build(tmp: Path, plan: Planned) -> bytes:
+    if plan.invalid:
+        return invalid_package(tmp, plan.kernel_id, plan.verdict.split(":", 1)[1])
+    return valid_package(tmp, plan.kernel_id, plan.verdict, plan.value)
