@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -29,6 +30,14 @@ from pathlib import Path
 
 import httpx
 
+from kz_events.eventlog import EventLog
+from kz_events.events import (
+    SubmissionAccepted,
+    SubmissionClaimed,
+    SubmissionCommitted,
+    SubmissionResult,
+    SubmissionSubmitted,
+)
 from kz_events.server import EmbeddedServer, free_port
 from kz_package import pack_directory
 
@@ -204,12 +213,17 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def latency_phase(base: str, bodies: list[tuple[str, bytes]]) -> list[float]:
-    """Seconds from POST to the long-poll answering committed, one submission at a time."""
+async def latency_phase(
+    base: str, bodies: list[tuple[str, bytes]]
+) -> tuple[list[float], dict[str, float], dict[str, float]]:
+    """Seconds from POST to the long-poll answering committed, one submission at a time;
+    also each submission's wall-clock start and end (for the stage breakdown)."""
     out: list[float] = []
+    started: dict[str, float] = {}
+    ended: dict[str, float] = {}
     async with httpx.AsyncClient(base_url=base, timeout=60) as client:
         for kid, data in bodies:
-            began = time.perf_counter()
+            wall, began = time.time(), time.perf_counter()
             resp = await submit(client, kid, data, "lat")
             if resp.status_code != 202:
                 raise SystemExit(f"submission refused: {resp.status_code} {resp.text}")
@@ -218,7 +232,9 @@ async def latency_phase(base: str, bodies: list[tuple[str, bytes]]) -> list[floa
             if status != "committed":
                 raise SystemExit(f"a trivial submission ended {status}, expected committed")
             out.append(time.perf_counter() - began)
-    return out
+            started[answer["submission_id"]] = wall
+            ended[answer["submission_id"]] = wall + out[-1]
+    return out, started, ended
 
 
 async def bare_latency(base: str, n: int) -> list[float]:
@@ -231,27 +247,84 @@ async def bare_latency(base: str, n: int) -> list[float]:
     return out
 
 
+STAGES = (
+    (SubmissionSubmitted, "api: POST -> submitted"),
+    (SubmissionClaimed, "runner: submitted -> claimed"),
+    (SubmissionResult, "runner: claimed -> result"),
+    (SubmissionAccepted, "referee: result -> accepted"),
+    (SubmissionCommitted, "git: accepted -> committed"),
+)
+
+
+async def stage_times(
+    url: str, started: dict[str, float], ended: dict[str, float]
+) -> dict[str, float]:
+    """Median seconds of each pipeline step, from the events' `occurred_at` (one clock)."""
+    marks: dict[str, dict[type, float]] = {sid: {} for sid in started}
+    elog = await EventLog.connect(url, name="bench-e2e")
+    try:
+        async for _seq, event in elog.replay():
+            sid = getattr(event, "submission_id", None)
+            if sid in marks and type(event) not in marks[sid]:
+                marks[sid][type(event)] = event.occurred_at.timestamp()
+    finally:
+        await elog.close()
+    steps: dict[str, list[float]] = {name: [] for _, name in STAGES}
+    steps["api: committed -> long-poll answer"] = []
+    for sid, seen in marks.items():
+        previous = started[sid]
+        for kind, name in STAGES:
+            steps[name].append(seen[kind] - previous)
+            previous = seen[kind]
+        steps["api: committed -> long-poll answer"].append(ended[sid] - previous)
+    return {name: round(statistics.median(v) * 1000, 1) for name, v in steps.items() if v}
+
+
 @dataclass
 class Load:
-    ids: list[tuple[str, str, float]] = field(default_factory=list)  # sid, who, t_submit
+    ids: dict[str, float] = field(default_factory=dict)  # submission id -> time answered 202
     committed_at: dict[str, float] = field(default_factory=dict)
     final: dict[str, str] = field(default_factory=dict)
+    window_over: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def check_done(self) -> None:
+        if self.window_over and all(sid in self.final for sid in self.ids):
+            self.done.set()
+
+
+async def follow(url: str, from_seq: int, load: Load) -> None:
+    """Note when each submission's terminal event appears in the log."""
+    elog = await EventLog.connect(url, name="bench-e2e-follow")
+    try:
+        async for _seq, event in elog.subscribe("kz.ev.submission.>", from_seq):
+            status = getattr(event, "type", "")
+            sid = getattr(event, "submission_id", "")
+            if status in TERMINAL and sid not in load.final:
+                load.final[sid] = status
+                if status == "committed":
+                    load.committed_at[sid] = time.perf_counter()
+                load.check_done()
+    finally:
+        await elog.close()
+
+
+async def log_end(url: str) -> int:
+    elog = await EventLog.connect(url, name="bench-e2e-seq")
+    try:
+        return await elog.last_seq()
+    finally:
+        await elog.close()
 
 
 async def load_phase(
-    base: str, bodies: list[tuple[str, bytes]], submitters: int, duration: float
+    stack: Stack, bodies: list[tuple[str, bytes]], submitters: int, duration: float
 ) -> tuple[Load, float, float]:
-    """Submit from `submitters` clients for `duration` s while watchers wait for each to end."""
+    """Submit from `submitters` clients for `duration` s while following the log for ends."""
     load, queue = Load(), list(reversed(bodies))
-    limits = httpx.Limits(max_connections=submitters * 4, max_keepalive_connections=submitters * 4)
-    async with httpx.AsyncClient(base_url=base, timeout=120, limits=limits) as client:
-        watchers: list[asyncio.Task[None]] = []
-
-        async def watch(sid: str, who: str, version: int) -> None:
-            status = await wait_terminal(client, sid, who, version)
-            load.final[sid] = status
-            if status == "committed":
-                load.committed_at[sid] = time.perf_counter()
+    follower = asyncio.create_task(follow(stack.nats.url, await log_end(stack.nats.url) + 1, load))
+    limits = httpx.Limits(max_connections=submitters, max_keepalive_connections=submitters)
+    async with httpx.AsyncClient(base_url=stack.base, timeout=120, limits=limits) as client:
 
         async def submitter(n: int) -> None:
             who = f"load{n}"
@@ -260,17 +333,21 @@ async def load_phase(
                 resp = await submit(client, kid, data, who)
                 if resp.status_code != 202:
                     raise SystemExit(f"submission refused: {resp.status_code} {resp.text}")
-                answer = resp.json()
-                load.ids.append((answer["submission_id"], who, time.perf_counter()))
-                watchers.append(asyncio.create_task(watch(answer["submission_id"], who, 0)))
+                load.ids[resp.json()["submission_id"]] = time.perf_counter()
 
         began = time.perf_counter()
         deadline = began + duration
         await asyncio.gather(*(submitter(n) for n in range(submitters)))
-        window_end = time.perf_counter()
-        await asyncio.wait_for(asyncio.gather(*watchers), timeout=300)
-        drained = time.perf_counter()
-    return load, window_end - began, drained - window_end
+    window_end = time.perf_counter()
+    load.window_over = True
+    load.check_done()
+    try:
+        await asyncio.wait_for(load.done.wait(), timeout=300)
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+    return load, window_end - began, time.perf_counter() - window_end
 
 
 def measure(args: argparse.Namespace, tmp: Path) -> Figures:

@@ -146,10 +146,9 @@ async def main(tasks: int, backend: str) -> None:
         f"scripts run directly with python:    p50 {d50 * 1e3:7.1f} ms   "
         f"p99 {pct(direct, 0.99) * 1e3:7.1f} ms"
     )
-    print(
-        f"overhead (claim->result - direct p50): p50 {(pct(platform_total, 0.5) - d50) * 1e3:7.1f} ms   "
-        f"p99 {(pct(platform_total, 0.99) - d50) * 1e3:7.1f} ms"
-    )
+    over50 = (pct(platform_total, 0.5) - d50) * 1e3
+    over99 = (pct(platform_total, 0.99) - d50) * 1e3
+    print(f"overhead (claim->result - direct p50): p50 {over50:7.1f} ms   p99 {over99:7.1f} ms")
     print(f"ratio claim->result / direct (p50): {pct(platform_total, 0.5) / d50:.2f}x")
 
 

@@ -172,7 +172,7 @@ def _refused(
 
 
 def _describe(doc: dict[str, Any]) -> str:
-    status = doc["status"]
+    status = str(doc["status"])
     if status == "queued":
         position = doc.get("queue_position")
         return "queued" + (f" (position {position})" if position is not None else "")

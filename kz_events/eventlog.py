@@ -192,6 +192,12 @@ class EventLog:
             await self.js.add_stream(config)
 
     async def _object_store(self, bucket: str) -> ObjectStore:
+        """Bind to the bucket, creating it when missing; an existing one is left as configured
+        (like the streams: a client with another replica count must not fail to start)."""
+        try:
+            return await self.js.object_store(bucket)
+        except nats.js.errors.NotFoundError:
+            pass
         config = ObjectStoreConfig(
             bucket=bucket, storage=StorageType.FILE, replicas=self.options.replicas
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 TOTAL_GATE = 80
 PURE_GATE = 90
@@ -49,9 +50,7 @@ def main() -> int:
 
 
 def _exists(pattern: str) -> bool:
-    from glob import glob
-
-    return bool(glob(pattern))
+    return any(Path().glob(pattern))
 
 
 if __name__ == "__main__":
