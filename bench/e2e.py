@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,14 +68,16 @@ class Figures:
     p99_ms: float
     mean_ms: float
     bare_p50_ms: float
+    stages_ms: dict[str, float]
     submitters: int
     duration_s: float
     submitted: int
     http_accepted_per_s: float
-    committed_in_window: int
+    committed_in_window_per_s: float
     committed_per_s: float
     drain_s: float
     not_committed: dict[str, int] = field(default_factory=dict)
+    cpu_ms_per_submission: dict[str, float] = field(default_factory=dict)
 
 
 def package_bytes(tmp: Path, kid: str, salt: str) -> bytes:
@@ -159,6 +162,24 @@ class Stack:
             time.sleep(0.1)
         raise SystemExit(f"the API did not become healthy within {timeout_s} s")
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """User + system CPU seconds so far of each process (runners summed), from /proc."""
+        tick = os.sysconf("SC_CLK_TCK")
+        pids = [(name.rstrip("0123456789"), proc.pid) for name, proc in self.procs]
+        pids.append(("nats-server", self.nats.pid or 0))
+        out: dict[str, float] = {}
+        for name, pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        return out
+
+    def print_errors(self) -> None:
+        """The tail of every process log that holds a traceback (a failed run's evidence)."""
+        for log in sorted((self.tmp / "logs").glob("*.log")):
+            text = log.read_text(errors="replace")
+            if "Traceback" in text:
+                print(f"--- {log.name} (tail)\n{text[-3000:]}", file=sys.stderr)
+
     def pid(self, name: str) -> int:
         return next(proc.pid for n, proc in self.procs if n == name)
 
@@ -180,6 +201,9 @@ def running_stack(tmp: Path, runners: int) -> Iterator[Stack]:
     try:
         stack.start()
         yield stack
+    except BaseException:
+        stack.print_errors()
+        raise
     finally:
         stack.stop()
 
@@ -347,27 +371,56 @@ async def load_phase(
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower
-    return load, window_end - began, time.perf_counter() - window_end
+    return load, began, window_end - began, time.perf_counter() - window_end
+
+
+def start_profiles(stack: Stack, out: Path | None, duration: float) -> list[subprocess.Popen[bytes]]:
+    """With `--profile DIR`, sample the API, projector and one runner during the load phase."""
+    spy = shutil.which("py-spy")
+    if out is None:
+        return []
+    if spy is None:
+        raise SystemExit("--profile needs py-spy on PATH")
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [spy, "record", "--format", "raw", "--rate", "200", "--nonblocking",
+             "--duration", str(int(duration)), "--pid", str(stack.pid(name)),
+             "-o", str(out / f"{name}.txt")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name in ("api", "projector", "runner0")
+    ]
 
 
 def measure(args: argparse.Namespace, tmp: Path) -> Figures:
-    total = args.latency + int(args.duration * args.max_rate)
+    total = args.latency + len(KERNELS) + int(args.duration * args.max_rate)
     print(f"building {total} packages ...", flush=True)
     bodies = [
         (KERNELS[i % len(KERNELS)], package_bytes(tmp, KERNELS[i % len(KERNELS)], f"s{i}"))
         for i in range(total)
     ]
+    warm, timed = len(KERNELS), len(KERNELS) + args.latency
     with running_stack(tmp / "stack", args.runners) as stack:
         print(f"stack up at {stack.base}: nats, api, projector, {args.runners} stub runners")
-        asyncio.run(latency_phase(stack.base, bodies[: len(KERNELS)]))  # warm-up: first commits
-        lat = asyncio.run(latency_phase(stack.base, bodies[len(KERNELS) : args.latency]))
+        asyncio.run(latency_phase(stack.base, bodies[:warm]))  # the kernels' first commits
+        lat, started, ended = asyncio.run(latency_phase(stack.base, bodies[warm:timed]))
+        stages = asyncio.run(stage_times(stack.nats.url, started, ended))
         bare = asyncio.run(bare_latency(stack.base, 200))
-        rest = bodies[args.latency :]
-        load, window, drain = asyncio.run(
-            load_phase(stack.base, rest, args.submitters, args.duration)
+        profilers = start_profiles(stack, args.profile, args.duration)
+        cpu_before = stack.cpu_seconds()
+        load, began, window, drain = asyncio.run(
+            load_phase(stack, bodies[timed:], args.submitters, args.duration)
         )
-    window_end = min(t for _, _, t in load.ids) + window
-    in_window = sum(1 for t in load.committed_at.values() if t <= window_end)
+        cpu_after = stack.cpu_seconds()
+        for proc in profilers:
+            proc.wait(60)
+    done = max(1, len(load.final))
+    cpu_ms = {
+        name: round((cpu_after[name] - cpu_before[name]) / done * 1000, 1) for name in cpu_after
+    }
+    in_window = sum(1 for t in load.committed_at.values() if t <= began + window)
     not_committed: dict[str, int] = {}
     for status in load.final.values():
         if status != "committed":
@@ -379,14 +432,16 @@ def measure(args: argparse.Namespace, tmp: Path) -> Figures:
         p99_ms=round(pct(lat, 0.99) * 1000, 1),
         mean_ms=round(statistics.mean(lat) * 1000, 1),
         bare_p50_ms=round(pct(bare, 0.5) * 1000, 2),
+        stages_ms=stages,
         submitters=args.submitters,
         duration_s=round(window, 2),
         submitted=len(load.ids),
         http_accepted_per_s=round(len(load.ids) / window, 1),
-        committed_in_window=in_window,
+        committed_in_window_per_s=round(in_window / window, 1),
         committed_per_s=round(len(load.committed_at) / (window + drain), 1),
         drain_s=round(drain, 2),
         not_committed=not_committed,
+        cpu_ms_per_submission=cpu_ms,
     )
 
 
@@ -404,12 +459,17 @@ def report(fig: Figures) -> str:
             f"{verdict(fig.p99_ms < P99_TARGET_MS)}",
             f"  bare GET /api/health p50 {fig.bare_p50_ms:.2f} ms; "
             f"ratio e2e/bare {fig.p50_ms / fig.bare_p50_ms:.0f}x",
+            "  median per step: "
+            + ", ".join(f"{name} {ms:.1f}" for name, ms in fig.stages_ms.items()),
             f"sustained, {fig.submitters} submitters for {fig.duration_s} s:",
             f"  submitted (202)   {fig.http_accepted_per_s:8.1f} /s  ({fig.submitted})",
-            f"  committed         {fig.committed_per_s:8.1f} /s  (all {fig.submitted} done "
+            f"  committed         {fig.committed_per_s:8.1f} /s  (window and drain; all done "
             f"{fig.drain_s} s after the window; target >= {RATE_TARGET:.0f}/s: "
             f"{verdict(fig.committed_per_s >= RATE_TARGET)})",
+            f"  committed inside the window {fig.committed_in_window_per_s:.1f} /s",
             f"  not committed: {fig.not_committed or 'none'}",
+            "  CPU ms per submission: "
+            + ", ".join(f"{name} {ms:.1f}" for name, ms in fig.cpu_ms_per_submission.items()),
         ]
     )
 
@@ -420,8 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=20.0, help="load window, seconds")
     parser.add_argument("--submitters", type=int, default=8)
     parser.add_argument("--runners", type=int, default=4)
-    parser.add_argument("--max-rate", type=float, default=150.0, help="packages built per s")
+    parser.add_argument("--max-rate", type=float, default=120.0, help="packages built per s")
     parser.add_argument("--json", type=Path, help="also write the figures here as JSON")
+    parser.add_argument("--profile", type=Path, help="py-spy samples of the load phase here")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kz-bench-e2e-") as tmp:
         figures = measure(args, Path(tmp))

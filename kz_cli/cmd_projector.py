@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
-from kz_events.eventlog import EventLog
+from kz_events.eventlog import EventLog, LogOptions
 from kz_projector.audit import run_audit
 from kz_projector.gitproj import utcnow
 from kz_projector.importer import import_path
@@ -66,7 +66,8 @@ def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awa
         raise ConfigError("KZ_NATS_URL: expected the NATS URL of the running stack")
 
     async def main() -> T:
-        elog = await EventLog.connect(url, name=f"kz-{args.command}")
+        options = LogOptions(replicas=settings.replicas)
+        elog = await EventLog.connect(url, options, name=f"kz-{args.command}")
         try:
             await elog.ensure()
             return await work(elog, settings)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
-from kz_events.eventlog import EventLog
+from kz_events.eventlog import EventLog, LogOptions
 from kz_runner.backends import get_backend
 from kz_runner.core import Runner, RunnerOptions, default_runner_id
 from kz_runner.http import HttpTransport
@@ -77,7 +77,8 @@ async def run_runner(
     else:
         if not nats_url:
             raise ConfigError("KZ_NATS_URL: expected the NATS URL for a native runner")
-        event_log = await EventLog.connect(nats_url, name=f"runner-{info.runner_id}")
+        options = LogOptions(replicas=settings.replicas)
+        event_log = await EventLog.connect(nats_url, options, name=f"runner-{info.runner_id}")
         await event_log.ensure()
         transport = NativeTransport(
             event_log, lease_s=settings.lease_s, max_attempts=settings.max_attempts

@@ -127,6 +127,7 @@ class EventLog:
                 connect_timeout=2,
                 max_reconnect_attempts=connect_kw.pop("max_reconnect_attempts", 120),
                 reconnect_time_wait=connect_kw.pop("reconnect_time_wait", 0.5),
+                drain_timeout=connect_kw.pop("drain_timeout", 5),
                 disconnected_cb=on_disconnect,
                 reconnected_cb=on_reconnect,
                 **connect_kw,

@@ -97,6 +97,7 @@ class BatchReader:
 
     async def next_batch(self, size: int) -> list[Record]:
         """Up to `size` records after the last one returned; empty once the stream is drained."""
+        fresh = self._consumer is None
         consumer = self._consumer or await self._open()
         if self.pending == 0:
             return []
@@ -115,8 +116,13 @@ class BatchReader:
         self._records = []
         if records:
             self.next_seq = records[-1][0] + 1
-        else:
+        elif fresh:
             self.pending = 0
+        else:
+            # Nothing from a consumer that had more: it may be gone (idle past its threshold),
+            # so never take this for the end; ask a new consumer from where we are.
+            await self._abandon()
+            return await self.next_batch(size)
         return records
 
     async def _abandon(self) -> None:

@@ -188,6 +188,35 @@ class KernelsController(Controller):
             history=[history_row(e) for e in (history.entries if history else [])],
         )
 
+    @get(
+        KERNEL + "/files/{file_path:path}",
+        media_type="text/plain",
+        responses=errors(404),
+        summary="One file of the kernel's package as main has it",
+        include_in_schema=False,
+    )
+    async def file(
+        self,
+        ctx: Ctx,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        name: FromPath[str],
+        file_path: FromPath[str],
+    ) -> Response[bytes]:
+        kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
+        snap = await anyio.to_thread.run_sync(
+            kernel_snapshot, ctx.settings.kernel_repo_path, kernel_id.repo_path
+        )
+        if snap is None:
+            raise _unknown(kernel_id)
+        wanted = file_path.lstrip("/")
+        data = snap.files.get(wanted)
+        if data is None:
+            raise ApiError(404, "unknown_file", f"kernel {kernel_id} has no file {wanted!r}")
+        return Response(data, media_type="text/plain; charset=utf-8")
+
     @post(
         KERNEL + "/claim",
         status_code=200,

@@ -1,9 +1,8 @@
-"""Browser test harness: headless Chromium (Debian's) driven by Playwright against the web UI.
-
-By default the fixture API (`fixture_api.py`) serves `webui/` and the JSON under
-`fixtures/` on a free loopback port. Set `KZ_WEBUI_BASE_URL` (e.g. http://127.0.0.1:8000)
-to run the same tests against a running stack; tests that need to steer the server then
-skip. Set `KZ_WEBUI_SCREENSHOTS` to a folder to keep the screenshots (docs/screenshots).
+"""Browser test harness: headless Chromium (Debian's) driven by Playwright against the real
+stack, `kz up --backend stub` on a free port with a fresh data dir, seeded with the example
+kernels and the demo variants (`stack.py`). Set `KZ_WEBUI_BASE_URL` (e.g.
+http://127.0.0.1:8000) to run the same tests against a stack that is already running. Set
+`KZ_WEBUI_SCREENSHOTS` to a folder to keep the screenshots (docs/screenshots).
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .fixture_api import FixtureApi
+from .stack import Stack, start_stack
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -35,32 +34,24 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture(scope="session")
-def _fixture_server() -> Iterator[FixtureApi | None]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack | None]:
+    """The running stack: started here (process group killed at the end) unless external."""
     if os.environ.get("KZ_WEBUI_BASE_URL"):
         yield None
         return
-    server = FixtureApi().start()
-    yield server
-    server.stop()
+    running = start_stack(tmp_path_factory.mktemp("kz-up"))
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 @pytest.fixture(scope="session")
-def webui_base_url(_fixture_server: FixtureApi | None) -> str:
+def webui_base_url(stack: Stack | None) -> str:
     """Where the stack answers: /webui/ is the UI, /api/... the API."""
-    external = os.environ.get("KZ_WEBUI_BASE_URL")
-    if external:
-        return external.rstrip("/")
-    assert _fixture_server is not None
-    return _fixture_server.base_url
-
-
-@pytest.fixture
-def fixture_api(_fixture_server: FixtureApi | None) -> Iterator[FixtureApi]:
-    """The steerable fixture server; skipped against a real stack. Reset after each test."""
-    if _fixture_server is None:
-        pytest.skip("needs the fixture API (KZ_WEBUI_BASE_URL points at a real stack)")
-    yield _fixture_server
-    _fixture_server.reset()
+    if stack is None:
+        return os.environ["KZ_WEBUI_BASE_URL"].rstrip("/")
+    return stack.base_url
 
 
 @pytest.fixture(scope="session")
@@ -103,7 +94,8 @@ def _watch(page: Any, problems: Problems) -> None:
     page.on("console", lambda m: m.type == "error" and problems.items.append(f"console: {m.text}"))
     page.on("pageerror", lambda e: problems.items.append(f"pageerror: {e}"))
     page.on(
-        "response", lambda r: r.status >= 400 and problems.items.append(f"HTTP {r.status} {r.url}")
+        "response", lambda r: (r.status >= 300 and r.status != 304)
+        and problems.items.append(f"HTTP {r.status} {r.url}")
     )
     page.on(
         "requestfailed",

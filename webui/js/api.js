@@ -83,6 +83,7 @@ export const api = {
     }),
   logs: (url, signal) => request(url, { signal, as: 'text' }),
   runners: (signal) => request('/api/runners', { signal }),
+  health: (signal) => request('/api/health', { signal, cache: 'no-store' }),
   text: (url, signal) => request(url, { signal, as: 'text' }),
 };
 

@@ -6,7 +6,8 @@ import { changesIndex } from './lib/events.js';
 import { normaliseIndex } from './lib/model.js';
 
 const FEED_LIMIT = 300;
-const NAMED_TYPES = ['submitted', 'claimed', 'result', 'accepted', 'rejected', 'failed', 'cancelled', 'committed', 'disqualified', 'imported', 'released', 'registered', 'deregistered'];
+const NAMED_TYPES = ['submitted', 'claimed', 'result', 'accepted', 'rejected', 'failed', 'cancelled', 'committed', 'disqualified', 'imported', 'kernel_claimed', 'kernel_released', 'registered', 'deregistered'];
+const REPLAY = 200; // events of the past the feed starts with
 
 function emitter() {
   const listeners = new Set();
@@ -31,23 +32,33 @@ class LiveFeed {
     this.source = null;
   }
 
-  start(url = '/api/events') {
+  /**
+   * Open the feed. The stream replays from `?after=`, so it starts REPLAY events before the
+   * log's end (from /api/health) to fill the feed without replaying the whole log; reconnects
+   * resume with Last-Event-ID.
+   */
+  async start(url = '/api/events') {
     if (this.source || typeof EventSource === 'undefined') return;
+    this.source = 'starting';
     this.setState('connecting');
-    const source = new EventSource(url);
+    let after = 0;
+    try {
+      const health = await api.health();
+      after = Math.max(0, (health?.nats?.stream_seq ?? 0) - REPLAY);
+    } catch {
+      after = 0; // the log is unreachable: the stream says so by failing too
+    }
+    const source = new EventSource(`${url}?after=${after}`);
     this.source = source;
     source.onopen = () => this.setState('open');
     source.onerror = () => this.setState(source.readyState === EventSource.CLOSED ? 'closed' : 'connecting');
     const handle = (ev) => this.receive(ev);
     source.onmessage = handle;
-    for (const type of NAMED_TYPES) {
-      source.addEventListener(type, handle);
-      for (const agg of ['submission', 'kernel', 'runner']) source.addEventListener(`${agg}.${type}`, handle);
-    }
+    for (const type of NAMED_TYPES) source.addEventListener(type, handle);
   }
 
   stop() {
-    this.source?.close();
+    if (this.source && this.source !== 'starting') this.source.close();
     this.source = null;
     this.setState('idle');
   }
@@ -130,7 +141,10 @@ class IndexStore {
     const seq = this.pendingSeq;
     this.pendingSeq = undefined;
     if (this.index && Number.isFinite(seq) && seq <= this.index.logSeq) return;
-    this.load();
+    await this.load();
+    // The API folds the log on its own: when its index is behind the event, ask again.
+    if (this.index && Number.isFinite(seq) && seq > this.index.logSeq && (this.retries = (this.retries ?? 0) + 1) <= 20) this.refreshSoon(250, seq);
+    else this.retries = 0;
   }
 }
 

@@ -59,3 +59,24 @@ async def _eventually(reader: BatchReader) -> list[tuple[int, str, bytes]]:
         except nats.errors.TimeoutError:
             continue
     raise AssertionError("the reader never recovered")
+
+
+async def test_a_vanished_consumer_is_not_mistaken_for_the_end(
+    build: Any, event_log: EventLog
+) -> None:
+    """When the reader's consumer disappears mid-replay, the reader resumes instead of stopping."""
+    events = [build.submitted() for _ in range(5)]
+    for event in events:
+        await event_log.append(event)
+    reader = BatchReader(event_log.nc, event_log.js, EVENTS_STREAM, "kz.ev.>", 1, timeout_s=5)
+    try:
+        records = await reader.next_batch(2)
+        assert reader._consumer is not None
+        await event_log.js.delete_consumer(EVENTS_STREAM, reader._consumer)
+        while not reader.drained:
+            records += await reader.next_batch(2)
+    finally:
+        await reader.close()
+    assert [(s, decode_event(d)) for s, _, d in records] == list(
+        zip(range(1, 6), events, strict=True)
+    )

@@ -51,10 +51,11 @@ export function niceDomain(values, padding = 0.08) {
   return [lo >= 0 && low < 0 ? 0 : low, Math.ceil((hi + pad) / step) * step];
 }
 
-const MIN = 60e3;
+const SEC = 1e3;
+const MIN = 60 * SEC;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
-const TIME_STEPS = [MIN, 5 * MIN, 15 * MIN, 30 * MIN, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 91 * DAY, 365 * DAY];
+const TIME_STEPS = [SEC, 2 * SEC, 5 * SEC, 10 * SEC, 15 * SEC, 30 * SEC, MIN, 2 * MIN, 5 * MIN, 15 * MIN, 30 * MIN, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 91 * DAY, 365 * DAY];
 
 /** Time ticks (epoch ms, UTC-aligned) covering [t0, t1] with labels fitting the step. */
 export function timeTicks(t0, t1, count = 5) {
@@ -67,9 +68,10 @@ export function timeTicks(t0, t1, count = 5) {
   return ticks;
 }
 
-/** A UTC label with the precision a step needs: "14:30" (midnight shows the date), "Mar 04", "2025-03". */
+/** A UTC label with the precision a step needs: "14:30:05", "14:30" (midnight shows the date), "Mar 04", "2025-03". */
 export function timeLabel(t, step) {
   const iso = new Date(t).toISOString();
+  if (step < MIN && t % DAY !== 0) return iso.slice(11, 19);
   if (step < DAY && t % DAY !== 0) return iso.slice(11, 16);
   if (step < 30 * DAY) return `${MONTHS[Number(iso.slice(5, 7)) - 1]} ${iso.slice(8, 10)}`;
   return iso.slice(0, 7);

@@ -22,15 +22,29 @@ export function parseSubject(subject) {
   return { aggregate, arch: decodeToken(arch), id: decodeToken(id), type };
 }
 
-/** The {aggregate, type} of a feed message, from its subject or else its event's type. */
+/**
+ * The {aggregate, type} of a feed message. /api/events sends the bare event (its SSE `event:`
+ * is the type, `id:` the stream sequence): the aggregate follows from its ids, since kernel and
+ * submission events share type names (`claimed`).
+ */
 export function eventKind(message) {
   const fromSubject = parseSubject(message?.subject);
   if (fromSubject) return { aggregate: fromSubject.aggregate, type: fromSubject.type };
-  const raw = String(message?.event?.type ?? message?.type ?? '');
+  const e = message?.event ?? message ?? {};
+  const raw = String(e.type ?? '');
   const [head, ...rest] = raw.split('.');
   if (rest.length && AGGREGATES.has(head)) return { aggregate: head, type: rest.join('.') };
-  const aggregate = raw === 'imported' || raw === 'released' ? 'kernel' : raw === 'registered' || raw === 'deregistered' ? 'runner' : 'submission';
+  if (e.submission_id) return { aggregate: 'submission', type: raw };
+  if (e.runner_id && !e.kernel_id) return { aggregate: 'runner', type: raw };
+  if (e.kernel_id) return { aggregate: 'kernel', type: raw };
+  const aggregate = raw === 'imported' || raw.startsWith('kernel_') ? 'kernel' : raw === 'registered' || raw === 'deregistered' ? 'runner' : 'submission';
   return { aggregate, type: raw };
+}
+
+function archOf(e) {
+  if (e.kernel_id) return String(e.kernel_id).split('/')[0];
+  if (Array.isArray(e.arches)) return e.arches.join(',');
+  return e.arch ?? null;
 }
 
 const TONES = {
@@ -55,20 +69,27 @@ function summary(type, e) {
     case 'submitted':
       return `submitted by ${e.submitter_id ?? e.actor ?? 'someone'}${e.message ? `: ${e.message}` : ''}`;
     case 'claimed':
-      return e.runner_id ? `claimed by ${e.runner_id}${e.attempt ? ` (attempt ${e.attempt})` : ''}` : `claimed by ${e.holder ?? e.actor ?? '?'}`;
+      return e.runner_id ? `claimed by ${e.runner_id}${e.attempt ? ` (attempt ${e.attempt})` : ''}` : `lease taken by ${e.holder ?? e.actor ?? '?'}`;
     case 'result':
-      return `result reported${metricValue(e)}`;
+      return `result reported${metricValue(e)}${e.outcome ? ` (${e.outcome})` : ''}`;
+    case 'imported':
+      return `kernel imported${e.submitter_id ? ` by ${e.submitter_id}` : ''}`;
+    case 'kernel_claimed':
+      return `optimisation lease taken by ${e.holder ?? e.actor ?? '?'}`;
+    case 'kernel_released':
+    case 'released':
+      return `optimisation lease released${e.holder ? ` by ${e.holder}` : ''}`;
     case 'accepted':
     case 'rejected':
-      return `${type}${metricValue(e)}${e.reason ? ` — ${e.reason}` : ''}`;
+      return `${type}${metricValue(e)}${e.reason ?? e.result?.reason ? ` — ${e.reason ?? e.result.reason}` : ''}`;
     case 'failed':
       return `failed${e.code ?? e.reason_code ? ` (${e.code ?? e.reason_code})` : ''}${e.message ?? e.reason ? `: ${e.message ?? e.reason}` : ''}`;
     case 'committed': {
-      const source = e.commits?.source ?? e.source_commit ?? e.source;
+      const source = e.source_commit ?? e.commits?.source ?? e.source;
       return `committed${source ? ` as ${String(source).slice(0, 10)}` : ''}`;
     }
     case 'registered':
-      return `runner registered${e.device ? ` on ${typeof e.device === 'string' ? e.device : e.device.name ?? ''}` : ''}`;
+      return `runner registered${e.device ? ` on ${typeof e.device === 'string' ? e.device : e.device.name ?? ''}` : ''}${e.backend ? ` (${e.backend})` : ''}`;
     default:
       return `${type}${e.reason ? ` — ${e.reason}` : ''}`;
   }
@@ -86,7 +107,7 @@ export function describeEvent(message) {
     seq: message?.seq ?? null,
     aggregate,
     type,
-    arch: subject?.arch ?? e.arch ?? null,
+    arch: subject?.arch ?? archOf(e),
     at: e.occurred_at ?? null,
     actor: e.actor ?? null,
     eventId: e.event_id ?? null,
@@ -101,7 +122,8 @@ export function describeEvent(message) {
 /** True when a feed message may change what index.json says. */
 export function changesIndex(message) {
   const { aggregate, type } = eventKind(message);
-  if (aggregate === 'runner' || aggregate === 'kernel') return true;
+  if (aggregate === 'runner') return true;
+  if (aggregate === 'kernel') return type === 'imported';
   return ['submitted', 'claimed', 'accepted', 'committed', 'rejected', 'failed', 'cancelled', 'disqualified'].includes(type);
 }
 
@@ -121,10 +143,50 @@ export function statusAfter(type) {
   );
 }
 
-/** A submission's events ({seq, subject, event} or bare events) as timeline rows, oldest first. */
-export function timeline(events) {
+/**
+ * What the submission detail knows about each event type; /api/submissions/{uuid} lists its
+ * events as `{seq, type, occurred_at, actor}` rows, so the timeline fills in the rest from it.
+ */
+function detailContext(d, row) {
+  if (!d) return {};
+  const doc = d.result_document ?? null;
+  switch (row.type) {
+    case 'submitted':
+      return { submission_id: d.submission_id, submitter_id: d.submitter_id, message: d.message };
+    case 'claimed':
+      return { submission_id: d.submission_id, runner_id: row.actor };
+    case 'result':
+      return { submission_id: d.submission_id, result: doc, outcome: d.result?.outcome };
+    case 'accepted':
+    case 'rejected':
+      return { submission_id: d.submission_id, result: doc, reason: doc?.reason ?? d.result?.reason };
+    case 'committed':
+      return { submission_id: d.submission_id, source_commit: d.commits?.source };
+    case 'failed':
+    case 'cancelled':
+      return { submission_id: d.submission_id, code: d.error?.code, reason: d.error?.message };
+    case 'disqualified':
+      return { submission_id: d.submission_id, reason: d.disqualified };
+    default:
+      return { submission_id: d.submission_id };
+  }
+}
+
+/**
+ * A submission's events as timeline rows, oldest first: feed messages ({seq, subject, event}),
+ * bare events, or the detail's `{seq, type, occurred_at, actor}` rows (pass the flattened
+ * detail as `detail` to fill in reasons, values and commits).
+ */
+export function timeline(events, detail = null) {
   return (events ?? [])
-    .map((item, i) => (item && item.event ? item : { seq: item?.seq ?? null, subject: item?.subject, event: item, i }))
+    .map((item) => (item && item.event ? item : { seq: item?.seq ?? null, subject: item?.subject, event: { ...detailContext(detail, item ?? {}), ...item } }))
     .map((m) => describeEvent(m))
     .sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+}
+
+/** /api/submissions/{uuid} nests the status document under `submission`: one flat object. */
+export function flattenSubmission(raw) {
+  if (!raw || typeof raw !== 'object' || !raw.submission) return raw;
+  const { submission, ...rest } = raw;
+  return { ...rest, ...submission };
 }

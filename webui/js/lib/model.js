@@ -24,15 +24,20 @@ export function spreadFromWorkloads(workloads, value) {
   return { p10: value * r10, p90: value * r90 };
 }
 
-/** A score ({value, ...} or a bare number) into {value, p10, p90, submitter, at, ...}. */
+/**
+ * A score into {value, p10, p90, submitter, at, submission_id, commit, ...}. Reads index.json's
+ * `{value, at, commit, spread: {p10, p90}, submission, submitter}`, the scoreboard's
+ * `{value, workloads, submission_id, submitter, runner_id, at, commit}` (spread derived from
+ * the workloads' stats) and bench-history rows (`submitter_id`).
+ */
 export function normaliseScore(raw) {
   if (raw === null || raw === undefined) return null;
   if (typeof raw === 'number') return { value: raw, p10: null, p90: null };
   const value = num(raw.value) ?? num(raw.metric?.value);
   if (value === null) return null;
-  const spread = raw.spread ?? raw.stats ?? {};
-  let p10 = num(raw.p10) ?? num(spread.p10);
-  let p90 = num(raw.p90) ?? num(spread.p90);
+  const spread = raw.spread ?? {};
+  let p10 = num(spread.p10) ?? num(raw.p10);
+  let p90 = num(spread.p90) ?? num(raw.p90);
   if (p10 === null || p90 === null) ({ p10, p90 } = spreadFromWorkloads(raw.workloads, value));
   return {
     value,
@@ -40,7 +45,7 @@ export function normaliseScore(raw) {
     p90,
     submitter: raw.submitter ?? raw.submitter_id ?? null,
     at: raw.at ?? null,
-    submission_id: raw.submission_id ?? null,
+    submission_id: raw.submission_id ?? raw.submission ?? null,
     commit: raw.commit ?? null,
     runner_id: raw.runner_id ?? null,
     workloads: raw.workloads ?? null,
@@ -49,10 +54,20 @@ export function normaliseScore(raw) {
   };
 }
 
-function disqualification(raw) {
+/**
+ * index.json lists a kernel's disqualified submissions (`disqualified: [uuid]`); their values
+ * are out of `best`. A kernel whose every result is disqualified stays on its board, marked.
+ */
+export function disqualification(raw, best) {
   const dq = raw.disqualified;
-  if (!dq) return { disqualified: false, dqReason: null };
-  return { disqualified: true, dqReason: typeof dq === 'object' ? dq.reason ?? null : raw.disqualified_reason ?? null };
+  if (Array.isArray(dq)) {
+    const n = dq.length;
+    if (n === 0 || best) return { disqualified: false, dqReason: null, dqCount: n };
+    const ids = dq.map((s) => String(s).slice(0, 8)).join(', ');
+    return { disqualified: true, dqReason: `${n} result${n === 1 ? '' : 's'} disqualified (${ids})`, dqCount: n };
+  }
+  if (!dq) return { disqualified: false, dqReason: null, dqCount: 0 };
+  return { disqualified: true, dqReason: typeof dq === 'object' ? dq.reason ?? null : null, dqCount: 1 };
 }
 
 /** One index.json kernel entry into the flat shape the views use. */
@@ -66,7 +81,7 @@ export function normaliseKernel(raw) {
   const metric = raw.metric ?? {};
   const best = normaliseScore(raw.best);
   const current = normaliseScore(raw.current);
-  const dq = disqualification(raw);
+  const dq = disqualification(raw, best);
   return {
     id,
     arch,
@@ -91,6 +106,7 @@ export function normaliseKernel(raw) {
     history: raw.history ?? [],
     disqualified: dq.disqualified,
     dqReason: dq.dqReason,
+    dqCount: dq.dqCount,
     speedup: null,
     isReference: false,
     rank: null,
@@ -266,4 +282,18 @@ export function locateKernel(index, id) {
   const board = index.boards.find((b) => b.key === kernel.group);
   const entry = board?.entries.find((e) => e.id === id) ?? null;
   return { kernel, board, entry };
+}
+
+/** A desc.yaml workload's parameters as [key, text] pairs (`params` flattened, arrays as a×b). */
+export function workloadParams(w) {
+  const own = Object.entries(w ?? {}).filter(([k]) => !['name', 'description', 'params'].includes(k));
+  const params = w?.params && typeof w.params === 'object' ? Object.entries(w.params) : [];
+  return [...params, ...own].map(([k, v]) => [k, Array.isArray(v) ? v.join('×') : v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v)]);
+}
+
+/** How many samples a stats block holds: result documents list them, scoreboards count them. */
+export function samplesOf(stats) {
+  const s = stats?.samples;
+  if (Array.isArray(s)) return String(s.length);
+  return Number.isFinite(s) ? String(s) : '—';
 }

@@ -33,6 +33,14 @@ function feedRow(message, now) {
   );
 }
 
+/** The index's queue plus every arch a runner serves or a board has, at zero. */
+function queueRows(index, runners) {
+  const rows = new Map(index.queue.map((q) => [q.arch, q]));
+  const arches = [...(runners ?? index.runners).filter((r) => r.state !== 'deregistered').flatMap((r) => r.arches ?? []), ...index.boards.map((b) => b.arch)];
+  for (const arch of arches) if (!rows.has(arch)) rows.set(arch, { arch, queued: 0, running: 0 });
+  return [...rows.values()].sort((a, b) => (a.arch < b.arch ? -1 : 1));
+}
+
 function queueCards(queue) {
   if (queue.length === 0) return empty('No architecture has work queued.');
   return h('div', { class: 'queue' }, queue.map((q) => h('div', { class: 'stat' }, h('div', { class: 'stat-label mono' }, q.arch), h('div', { class: 'stat-value' }, String(q.queued), h('span', { class: 'muted small' }, ' queued')), h('div', { class: 'stat-sub muted' }, `${q.running} running`))));
@@ -110,7 +118,7 @@ export function createActivityView() {
   function renderSide() {
     const now = Date.now();
     const index = indexStore.index;
-    fill(slots.queue, index ? queueCards(index.queue) : indexStore.error ? failure(indexStore.error, () => indexStore.load()) : loading('Loading the queue'));
+    fill(slots.queue, index ? queueCards(queueRows(index, runners)) : indexStore.error ? failure(indexStore.error, () => indexStore.load()) : loading('Loading the queue'));
     renderRunners();
     replaceKeepingFocus(slots.subs, subs instanceof Error ? failure(subs, () => loadSubs()) : subs ? submissionsTable(subs, now) : loading('Loading submissions'));
   }

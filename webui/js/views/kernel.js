@@ -1,11 +1,11 @@
 // The kernel page: description, scoreboard, history chart, workloads, correctness,
 // environment, attempts and the package's files.
 
-import { api, listOf } from '../api.js';
+import { api, kernelPath, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { indexStore } from '../live.js';
 import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatSpeedup, formatSpread, shortId } from '../lib/format.js';
-import { locateKernel, normaliseScore } from '../lib/model.js';
+import { locateKernel, normaliseScore, samplesOf, workloadParams } from '../lib/model.js';
 import { links } from '../lib/route.js';
 import { historyChart } from './chart.js';
 import { statusBadge } from './submission.js';
@@ -29,7 +29,7 @@ function workloadsTable(desc, score, current, scale) {
   const names = [...new Set([...declared.map((w) => w.name), ...(score?.workloads ?? []).map((w) => w.name)])];
   if (names.length === 0) return h('p', { class: 'muted' }, 'No workloads declared.');
   const find = (list, name) => (list ?? []).find((w) => w.name === name);
-  const params = (w) => Object.entries(w ?? {}).filter(([k]) => k !== 'name' && k !== 'description').map(([k, v]) => `${k}=${Array.isArray(v) ? v.join('×') : typeof v === 'object' ? JSON.stringify(v) : v}`).join(' ');
+  const params = (w) => workloadParams(w).map(([k, v]) => `${k}=${v}`).join(' ');
   const unit = scale.unit ? ` (${scale.unit})` : '';
   return h(
     'div',
@@ -52,7 +52,7 @@ function workloadsTable(desc, score, current, scale) {
             h('td', { class: 'mono muted small' }, params(find(declared, name)) || '—'),
             h('td', { class: 'num strong' }, formatScaled(b?.value, scale)),
             ['median', 'p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(s[k], scale))),
-            h('td', { class: 'num' }, s.samples ?? '—'),
+            h('td', { class: 'num' }, samplesOf(s)),
             h('td', { class: 'num' }, formatScaled(c?.value, scale)),
           );
         }),
@@ -92,7 +92,7 @@ function attemptsTable(subs, scale, now) {
             h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))),
             h('td', { class: 'nowrap' }, s.submitter_id ?? '—'),
             h('td', {}, statusBadge(s.status)),
-            h('td', { class: 'num' }, formatScaled(s.result?.value ?? s.result?.metric?.value, scale)),
+            h('td', { class: 'num' }, formatScaled(s.result?.metric_value ?? s.result?.value, scale)),
             h('td', { class: 'reason' }, s.result?.reason ?? s.error?.message ?? '—'),
             h('td', { class: 'mono muted' }, shortId(s.commits?.source, 10)),
           ),
@@ -102,12 +102,15 @@ function attemptsTable(subs, scale, now) {
   );
 }
 
-function fileList(files) {
-  return (Array.isArray(files) ? files : Object.entries(files ?? {}).map(([path, content]) => (typeof content === 'string' ? { path, content } : { path, ...content }))).sort((a, b) => (a.path < b.path ? -1 : 1));
+/** The package's files ([{path, size}]) with the URL that serves each one's content. */
+function fileList(id, files) {
+  return (files ?? [])
+    .map((f) => ({ ...f, url: f.url ?? `/api/kernels/${kernelPath(id)}/files/${kernelPath(f.path)}` }))
+    .sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 
-function filesBrowser(files, signal) {
-  const list = fileList(files);
+function filesBrowser(id, files, signal) {
+  const list = fileList(id, files);
   if (list.length === 0) return h('p', { class: 'muted' }, 'No files listed.');
   const viewer = h('pre', { class: 'file-view', tabindex: 0, 'aria-label': 'file content' });
   const label = h('div', { class: 'file-name mono' });
@@ -132,6 +135,14 @@ function filesBrowser(files, signal) {
   const first = list.find((f) => f.path.endsWith('desc.yaml')) ?? list[0];
   open(first, buttons[list.indexOf(first)]);
   return h('div', { class: 'files' }, nav, h('div', { class: 'file-pane' }, label, viewer));
+}
+
+function commitsSection(commits, now) {
+  if (!commits?.length) return null;
+  return section(
+    'Commits on main',
+    h('ul', { class: 'commits' }, commits.map((c) => h('li', {}, h('span', { class: 'mono muted' }, shortId(c.id, 10)), ' ', h('span', {}, c.message.split('\n')[0]), h('span', { class: 'muted' }, ' · ', time(c.at, formatRelative(c.at, now)))))),
+  );
 }
 
 function header(id, desc, located) {
@@ -193,7 +204,7 @@ export function createKernelView() {
     const metric = { name: 'value', better: 'lower', unit: '', ...(desc.metric ?? scoreboard.metric ?? history.metric ?? {}) };
     const best = normaliseScore(scoreboard.best ?? history.best);
     const current = normaliseScore(scoreboard.current ?? history.current);
-    const points = listOf(history, 'history').length ? listOf(history, 'history') : listOf(history, 'accepted');
+    const points = listOf(history, 'history').filter((p) => !p.disqualified);
     const scale = chooseScale([best?.value, current?.value, ...points.map((p) => p.value)].filter(Number.isFinite), metric.unit);
     const located = indexStore.index ? locateKernel(indexStore.index, id) : null;
     const now = Date.now();
@@ -205,7 +216,8 @@ export function createKernelView() {
       section('Workloads', workloadsTable(desc, best, current, scale)),
       h('div', { class: 'two' }, section('Correctness', correctness(scoreboard.correctness ?? best?.correctness)), section('Environment', dl(scoreboard.environment ?? best?.environment))),
       section(`Attempts (${subs.length})`, attemptsTable(subs, scale, now)),
-      section('Files', filesBrowser(detail.files, signal)),
+      section(`Files (${(detail.files ?? []).length})`, filesBrowser(id, detail.files, signal)),
+      commitsSection(detail.commits, now),
     );
   }
 

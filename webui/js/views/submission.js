@@ -3,8 +3,9 @@
 
 import { api, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
-import { TERMINAL, timeline } from '../lib/events.js';
-import { chooseScale, formatRelative, formatScaled, formatTimestamp, shortId } from '../lib/format.js';
+import { TERMINAL, flattenSubmission, timeline } from '../lib/events.js';
+import { chooseScale, formatBytes, formatRelative, formatScaled, formatTimestamp, shortId } from '../lib/format.js';
+import { samplesOf } from '../lib/model.js';
 import { links } from '../lib/route.js';
 
 const STATUS_TONE = { queued: 'info', running: 'warn', accepted: 'good', committed: 'good', rejected: 'bad', failed: 'bad', cancelled: 'muted' };
@@ -22,18 +23,23 @@ function meta(d, now) {
     { class: 'kv' },
     row('kernel', d.kernel_id ? h('a', { href: links.kernel(d.kernel_id) }, d.kernel_id) : null),
     row('submitter', d.submitter_id),
+    d.message ? row('message', d.message) : null,
+    d.queue_position ? row('queue position', `#${d.queue_position}`) : null,
+    d.disqualified ? row('disqualified', h('span', { class: 'reason' }, d.disqualified)) : null,
     row('attempt', d.attempt ? String(d.attempt) : null),
     row('runner', d.runner_id),
     row('created', d.created_at ? time(d.created_at, `${formatTimestamp(d.created_at)} (${formatRelative(d.created_at, now)})`) : null),
     row('updated', d.updated_at ? time(d.updated_at, `${formatTimestamp(d.updated_at)} (${formatRelative(d.updated_at, now)})`) : null),
     row('source commit', d.commits?.source ? h('span', { class: 'mono' }, d.commits.source) : null),
     row('bench-result commit', d.commits?.bench_result ? h('span', { class: 'mono' }, d.commits.bench_result) : null),
+    row('package', d.package_digest ? h('span', { class: 'mono', title: d.package_digest }, `${shortId(d.package_digest, 12)}${Number.isFinite(d.package_size) ? ` · ${formatBytes(d.package_size)}` : ''}`) : null),
+    d.base_commit ? row('base commit', h('span', { class: 'mono' }, d.base_commit)) : null,
     row('log version', d.version !== undefined ? h('span', { class: 'mono' }, `#${d.version}`) : null),
   );
 }
 
-function timelineList(events) {
-  const rows = timeline(events);
+function timelineList(d) {
+  const rows = timeline(listOf(d, 'events'), d);
   if (rows.length === 0) return empty('No events yet.');
   return h(
     'ol',
@@ -52,7 +58,7 @@ function resultSection(result) {
   return [
     h('p', { class: 'verdict' }, verdict ? statusBadge(verdict === true ? 'accepted' : verdict) : null, ' ', h('span', { class: 'big mono' }, `${formatScaled(value, scale)} ${scale.unit ?? ''}`), metric.name ? h('span', { class: 'muted' }, ` ${metric.name}`) : null, result.reason ? h('span', { class: 'reason' }, ` — ${result.reason}`) : null),
     workloads.length
-      ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['workload', `value (${scale.unit})`, 'median', 'p10', 'p90', 'stdev', 'samples'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))), h('tbody', {}, workloads.map((w) => h('tr', {}, h('td', { class: 'mono' }, w.name), h('td', { class: 'num strong' }, formatScaled(w.value, scale)), ['median', 'p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(w.stats?.[k], scale))), h('td', { class: 'num' }, w.stats?.samples ?? '—'))))))
+      ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['workload', `value (${scale.unit})`, 'median', 'p10', 'p90', 'stdev', 'samples'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))), h('tbody', {}, workloads.map((w) => h('tr', {}, h('td', { class: 'mono' }, w.name), h('td', { class: 'num strong' }, formatScaled(w.value, scale)), ['median', 'p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(w.stats?.[k], scale))), h('td', { class: 'num' }, samplesOf(w.stats)))))))
       : null,
     result.correctness ? h('p', {}, 'correctness: ', result.correctness.passed ? badge('passed', 'good') : badge('failed', 'bad'), ` ${(result.correctness.checks ?? []).map((c) => `${c.name}${c.passed ? '' : ' ✗'}`).join(', ')}`) : null,
     result.environment ? h('p', { class: 'muted small mono' }, Object.entries(result.environment).map(([k, v]) => `${k}: ${v}`).join(' · ')) : null,
@@ -70,7 +76,7 @@ export function createSubmissionView() {
   let id;
 
   async function fetchAndRender(signal) {
-    const d = await api.submission(id, signal);
+    const d = flattenSubmission(await api.submission(id, signal));
     const url = logUrl(d);
     const log = url ? await api.logs(url, signal).catch((e) => (e.name === 'AbortError' ? Promise.reject(e) : `(log unavailable: ${e.message})`)) : null;
     render(d, log);
@@ -84,7 +90,7 @@ export function createSubmissionView() {
     const scroll = window.scrollY;
     fill(root, 
       h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
-      h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(listOf(d, 'events')))),
+      h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(d))),
       h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d.result_document ?? d.result)),
       h('section', { class: 'card' }, h('h2', {}, 'Log'), log !== null ? h('pre', { class: 'log', tabindex: 0 }, log || '(empty log)') : empty(following ? 'The log appears when the run ends.' : 'No log for this submission.')),
     );

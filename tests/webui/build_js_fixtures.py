@@ -1,0 +1,75 @@
+"""Write the fixtures of the `node --test` suite (tests/webui/js/fixtures/) from the real parts:
+index.json, the event feed and a submission detail of a seeded `kz up --backend stub`, and a
+board with ties, a reference and a disqualified kernel rendered by the real projection.
+
+Run: .venv/bin/python -m tests.webui.build_js_fixtures [BASE_URL]  (no URL: starts a stack)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .indexes import Accepted, render_accepted
+from .stack import start_stack
+
+OUT = Path(__file__).resolve().parent / "js" / "fixtures"
+MHA = "sm90/Attention/MHA/fp16"
+GEMM = "sm90/GEMM/dense/fp8"
+
+BOARD = [
+    Accepted(f"{MHA}/torch_sdpa_ref", 900.0, submitter="examples"),
+    Accepted(f"{MHA}/flash_v3", 412.0, submitter="ada"),
+    Accepted(f"{MHA}/tilelang_fa", 530.0, spread=0.03, submitter="grace"),
+    Accepted(f"{MHA}/triton_fa_v2", 545.0, spread=0.03, submitter="linus"),
+    Accepted(f"{MHA}/cutlass_fmha", 380.0, submitter="mallory", disqualified="timing hack"),
+    Accepted(f"{GEMM}/cublaslt_ref", 1200.0, better="higher", unit="TFLOP/s"),
+    Accepted(f"{GEMM}/tile_256x128", 1450.0, better="higher", unit="TFLOP/s"),
+]
+
+
+def _events(client: httpx.Client, limit: int) -> list[dict[str, Any]]:
+    """The first `limit` events of /api/events as the page's feed holds them: {seq, event}."""
+    messages: list[dict[str, Any]] = []
+    with client.stream("GET", "/api/events", params={"after": 0, "limit": limit}) as response:
+        seq = None
+        for line in response.iter_lines():
+            if line.startswith("id: "):
+                seq = int(line[4:])
+            elif line.startswith("data: "):
+                messages.append({"seq": seq, "event": json.loads(line[6:])})
+    return messages
+
+
+def capture(base_url: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        index = client.get("/api/index.json").json()
+        (OUT / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+        (OUT / "events.json").write_text(json.dumps(_events(client, index["log_seq"]), indent=1))
+        items = client.get("/api/submissions", params={"limit": 1}).json()["items"]
+        detail = client.get(f"/api/submissions/{items[0]['submission_id']}").json()
+        (OUT / "submission.json").write_text(json.dumps(detail, indent=1) + "\n")
+    board = json.loads(render_accepted(BOARD))
+    (OUT / "board.json").write_text(json.dumps(board, indent=1) + "\n")
+
+
+def main() -> None:
+    if len(sys.argv) > 1:
+        capture(sys.argv[1])
+        return
+    with tempfile.TemporaryDirectory(prefix="kz-fixtures-") as tmp:
+        stack = start_stack(Path(tmp))
+        try:
+            capture(stack.base_url)
+        finally:
+            stack.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""index.json documents for browser tests that need a board the demo cannot make (ties, a
+disqualified kernel, 10,000 kernels), rendered by the real projection from real events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from kz_events.events import SubmissionAccepted, SubmissionDisqualified
+from kz_projector.index import IndexState, fold_index, render_index
+
+__all__ = ["Accepted", "render_accepted"]
+
+T0 = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """One accepted result of a kernel: value with its p10/p90 spread, optionally disqualified."""
+
+    kernel_id: str
+    value: float
+    spread: float = 0.01
+    submitter: str = "ada"
+    disqualified: str | None = None
+    better: str = "lower"
+    unit: str = "us"
+
+
+def _result(rec: Accepted) -> dict[str, object]:
+    lo, hi = rec.value * (1 - rec.spread), rec.value * (1 + rec.spread)
+    stats = {"median": rec.value, "mean": rec.value, "min": lo, "max": hi, "p10": lo,
+             "p90": hi, "stdev": 0.0, "samples": 5}
+    return {
+        "schema_version": 1,
+        "accepted": True,
+        "reason": "faster",
+        "metric": {"name": "latency" if rec.better == "lower" else "throughput",
+                   "unit": rec.unit, "better": rec.better, "value": rec.value},
+        "workloads": [{"name": "w", "value": rec.value, "stats": stats}],
+        "correctness": {"passed": True, "checks": []},
+        "environment": {"device": "test"},
+    }
+
+
+def render_accepted(records: Iterable[Accepted]) -> bytes:
+    """index.json after every record was accepted (and disqualified where it says so)."""
+    state = IndexState()
+    seq = 0
+    for n, rec in enumerate(records):
+        seq += 1
+        at = T0 + timedelta(minutes=n)
+        sid = f"00000000-0000-4000-8000-{n:012d}"
+        accepted = SubmissionAccepted(
+            event_id=f"a{n}", occurred_at=at, actor="referee", submission_id=sid,
+            kernel_id=rec.kernel_id, submitter_id=rec.submitter, runner_id="r1", attempt=1,
+            package_digest="0" * 64, result=_result(rec), result_seq=seq,
+        )
+        state = fold_index(state, seq, accepted)
+        if rec.disqualified:
+            seq += 1
+            dq = SubmissionDisqualified(
+                event_id=f"d{n}", occurred_at=at, actor="maintainer", submission_id=sid,
+                kernel_id=rec.kernel_id, reason=rec.disqualified,
+            )
+            state = fold_index(state, seq, dq)
+    return render_index(state)

@@ -1,0 +1,145 @@
+"""The real stack for browser tests: `kz up --backend stub` in its own process group on a free
+port and a fresh data dir, seeded with the example kernels and the demo variants."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from kz_cli.demo import DEMO_SUBMISSIONS, EXAMPLES, prepare
+from kz_events.server import free_port
+from kz_package import pack_directory
+
+__all__ = ["Stack", "pack_variant", "start_stack", "submit_package"]
+
+KZ = Path(sys.executable).with_name("kz")
+BANNER = re.compile(r"--nats-url (\S+)")
+TERMINAL = {"committed", "rejected", "failed", "cancelled"}
+
+
+@dataclass
+class Stack:
+    """A running `kz up`: its base URL, embedded NATS URL, data dir and seeded submissions."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    nats_url: str
+    data_dir: Path
+    seeded: list[str] = field(default_factory=list)
+
+    def log_tail(self) -> str:
+        text = (self.data_dir / "up.log").read_text(errors="replace")
+        return text[-4000:]
+
+    def stop(self) -> None:
+        """SIGTERM the process group, SIGKILL it if it lingers."""
+        if self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KZ_")}
+    env["KZ_LONGPOLL_TIMEOUT_S"] = "30"
+    return env
+
+
+def _wait_banner(stack: Stack, deadline: float) -> str:
+    while time.monotonic() < deadline:
+        if stack.process.poll() is not None:
+            raise RuntimeError(f"kz up exited with {stack.process.returncode}:\n{stack.log_tail()}")
+        found = BANNER.search((stack.data_dir / "up.log").read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        time.sleep(0.2)
+    raise RuntimeError(f"kz up did not come up in time:\n{stack.log_tail()}")
+
+
+def pack_variant(pkg: Path, out: Path, stub: dict[str, Any] | None = None) -> Path:
+    """Pack a package folder into `out`, scripting the stub backend's answer when given."""
+    if stub is not None:
+        (pkg / "src" / "stub.json").write_text(json.dumps(stub))
+    pack_directory(pkg, out)
+    return out
+
+
+def submit_package(
+    client: httpx.Client, tarball: Path, kernel_id: str, submitter: str, message: str
+) -> str:
+    """POST a package as multipart; returns the submission id (asserts 202)."""
+    with tarball.open("rb") as handle:
+        response = client.post(
+            "/api/submissions",
+            headers={"X-Submitter-Id": submitter},
+            data={"kernel_id": kernel_id, "message": message},
+            files={"package": (tarball.name, handle, "application/gzip")},
+        )
+    assert response.status_code == 202, response.text
+    return str(response.json()["submission_id"])
+
+
+def wait_terminal(client: httpx.Client, ids: list[str], timeout_s: float = 60.0) -> None:
+    """Wait until every submission has reached a terminal status."""
+    deadline = time.monotonic() + timeout_s
+    pending = set(ids)
+    while pending and time.monotonic() < deadline:
+        for sid in list(pending):
+            if client.get(f"/api/submissions/{sid}").json()["submission"]["status"] in TERMINAL:
+                pending.discard(sid)
+        time.sleep(0.2)
+    if pending:
+        raise RuntimeError(f"submissions not finished in {timeout_s} s: {sorted(pending)}")
+
+
+def _seed(stack: Stack) -> None:
+    subprocess.run(
+        [str(KZ), "import", str(EXAMPLES), "--nats-url", stack.nats_url, "--submitter", "examples"],
+        check=True, env=_env(), capture_output=True, timeout=60,
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="kz-webui-") as tmp,
+        httpx.Client(base_url=stack.base_url, timeout=30) as client,
+    ):
+        for n, sub in enumerate(DEMO_SUBMISSIONS):
+            folder = Path(tmp) / str(n)
+            folder.mkdir()
+            tarball = pack_variant(prepare(sub, folder), folder / "package.tar.gz")
+            stack.seeded.append(
+                submit_package(client, tarball, sub.kernel_id, sub.submitter, sub.message)
+            )
+        wait_terminal(client, stack.seeded)
+
+
+def start_stack(root: Path) -> Stack:
+    """Start `kz up --backend stub` under `root` and seed it; the caller stops it."""
+    port = free_port()
+    with (root / "up.log").open("wb") as log:
+        process = subprocess.Popen(
+            [str(KZ), "up", "--backend", "stub", "--no-demo", "--port", str(port),
+             "--data-dir", str(root)],
+            stdout=log, stderr=subprocess.STDOUT, env=_env(), start_new_session=True,
+        )
+    stack = Stack(process, f"http://127.0.0.1:{port}", "", root)
+    try:
+        stack.nats_url = _wait_banner(stack, time.monotonic() + 60)
+        _seed(stack)
+    except BaseException:
+        stack.stop()
+        raise
+    return stack
