@@ -8,7 +8,12 @@ from typing import Any
 
 from kz_events.config import load_settings
 
-__all__ = ["register", "run_api"]
+__all__ = ["MAX_HEADER_BYTES", "register", "run_api"]
+
+# The h11 parser closes a connection whose request head grows past this without ending;
+# uvicorn's httptools parser has no such bound, so a client trickling endless headers would
+# grow the server's memory without limit.
+MAX_HEADER_BYTES = 16 * 1024
 
 
 def register(subparsers: Any) -> None:
@@ -30,5 +35,7 @@ def run_api(args: argparse.Namespace) -> int:
         host=args.host or settings.host,
         port=args.port or settings.port,
         log_level="info",
+        http="h11",
+        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )
     return 0

@@ -80,6 +80,7 @@ DEMO_SUBMISSIONS = (
 def prepare(sub: DemoSubmission, into: Path) -> Path:
     """The example package with the variant's sources, renamed to `sub.kernel_id`."""
     pkg = into / sub.kernel_id.replace("/", "_")
+    into.mkdir(parents=True, exist_ok=True)
     shutil.copytree(EXAMPLES / sub.base, pkg)
     if not sub.variant.endswith("_ref"):
         shutil.rmtree(pkg / "src")
@@ -100,8 +101,8 @@ def submit_demo(base_url: str) -> list[str]:
         tempfile.TemporaryDirectory(prefix="kz-demo-") as tmp,
         httpx.Client(base_url=base_url, timeout=60) as client,
     ):
-        for sub in DEMO_SUBMISSIONS:
-            pkg = prepare(sub, Path(tmp))
+        for number, sub in enumerate(DEMO_SUBMISSIONS):
+            pkg = prepare(sub, Path(tmp) / str(number))
             tarball = Path(tmp) / f"{pkg.name}.tar.gz"
             pack_directory(pkg, tarball)
             with tarball.open("rb") as handle:

@@ -94,8 +94,11 @@ def _watch(page: Any, problems: Problems) -> None:
     page.on("console", lambda m: m.type == "error" and problems.items.append(f"console: {m.text}"))
     page.on("pageerror", lambda e: problems.items.append(f"pageerror: {e}"))
     page.on(
-        "response", lambda r: (r.status >= 300 and r.status != 304)
-        and problems.items.append(f"HTTP {r.status} {r.url}")
+        "response",
+        lambda r: (
+            (r.status >= 300 and r.status != 304)
+            and problems.items.append(f"HTTP {r.status} {r.url}")
+        ),
     )
     page.on(
         "requestfailed",

@@ -30,14 +30,26 @@ class Accepted:
 
 def _result(rec: Accepted) -> dict[str, object]:
     lo, hi = rec.value * (1 - rec.spread), rec.value * (1 + rec.spread)
-    stats = {"median": rec.value, "mean": rec.value, "min": lo, "max": hi, "p10": lo,
-             "p90": hi, "stdev": 0.0, "samples": 5}
+    stats = {
+        "median": rec.value,
+        "mean": rec.value,
+        "min": lo,
+        "max": hi,
+        "p10": lo,
+        "p90": hi,
+        "stdev": 0.0,
+        "samples": 5,
+    }
     return {
         "schema_version": 1,
         "accepted": True,
         "reason": "faster",
-        "metric": {"name": "latency" if rec.better == "lower" else "throughput",
-                   "unit": rec.unit, "better": rec.better, "value": rec.value},
+        "metric": {
+            "name": "latency" if rec.better == "lower" else "throughput",
+            "unit": rec.unit,
+            "better": rec.better,
+            "value": rec.value,
+        },
         "workloads": [{"name": "w", "value": rec.value, "stats": stats}],
         "correctness": {"passed": True, "checks": []},
         "environment": {"device": "test"},
@@ -53,16 +65,28 @@ def render_accepted(records: Iterable[Accepted]) -> bytes:
         at = T0 + timedelta(minutes=n)
         sid = f"00000000-0000-4000-8000-{n:012d}"
         accepted = SubmissionAccepted(
-            event_id=f"a{n}", occurred_at=at, actor="referee", submission_id=sid,
-            kernel_id=rec.kernel_id, submitter_id=rec.submitter, runner_id="r1", attempt=1,
-            package_digest="0" * 64, result=_result(rec), result_seq=seq,
+            event_id=f"a{n}",
+            occurred_at=at,
+            actor="referee",
+            submission_id=sid,
+            kernel_id=rec.kernel_id,
+            submitter_id=rec.submitter,
+            runner_id="r1",
+            attempt=1,
+            package_digest="0" * 64,
+            result=_result(rec),
+            result_seq=seq,
         )
         state = fold_index(state, seq, accepted)
         if rec.disqualified:
             seq += 1
             dq = SubmissionDisqualified(
-                event_id=f"d{n}", occurred_at=at, actor="maintainer", submission_id=sid,
-                kernel_id=rec.kernel_id, reason=rec.disqualified,
+                event_id=f"d{n}",
+                occurred_at=at,
+                actor="maintainer",
+                submission_id=sid,
+                kernel_id=rec.kernel_id,
+                reason=rec.disqualified,
             )
             state = fold_index(state, seq, dq)
     return render_index(state)

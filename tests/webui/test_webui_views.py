@@ -1,89 +1,78 @@
-"""Browser tests of the web UI's views in headless Chromium: boards, filters, kernel, submission."""
+"""Browser tests of the web UI's views in headless Chromium against the real stack: boards,
+filters, sorting, kernel page and chart, submission page, activity, time travel, layouts."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 
+from .build_js_fixtures import BOARD
+from .indexes import render_accepted
+
 pytestmark = pytest.mark.webui
 
-
-def _best_kernel(index: dict[str, Any]) -> dict[str, Any]:
-    kernels = (
-        index["kernels"] if isinstance(index["kernels"], list) else list(index["kernels"].values())
-    )
-    return max(kernels, key=lambda k: (k.get("accepted_count", 0), k.get("id", "")))
+SOFTMAX_REF = "cpu/Softmax/row/fp32/numpy_ref"
+NORM = "cpu/Norm/RMSNorm/fp32"
 
 
 def _open(page: Any, base: str, route: str) -> None:
     page.goto(f"{base}/webui/{route}")
 
 
+def _valued_rows(page: Any) -> int:
+    return int(
+        page.evaluate(
+            "[...document.querySelectorAll('table.board td.value')]"
+            ".filter(td => td.textContent.trim() !== '—').length"
+        )
+    )
+
+
 def test_boards_overview_opens_with_ranked_rows(
     page: Any, webui_base_url: str, api_get: Any, shot: Any
 ) -> None:
-    """The overview shows one card per board, each with ranked rows, values and units."""
+    """The overview shows one card per board, ranked as the projection ranks, with units."""
     index = api_get("/api/index.json")
     _open(page, webui_base_url, "#/")
     page.wait_for_selector("[data-board] table.board tbody tr")
-    boards = page.locator("section[data-board]")
-    assert boards.count() >= 1
-    first = boards.first
-    assert first.locator("tbody tr").count() >= 1
-    assert re.search(r"value \(", first.locator("thead").inner_text(), re.IGNORECASE)
+    for group, ranked in index["leaderboards"].items():
+        card = page.locator(f"section[data-board='{group}']")
+        names = card.locator("a.kname").all_inner_texts()
+        assert names[: len(ranked)] == [r["kernel_id"].split("/")[4] for r in ranked]
+        assert "value (us)" in card.locator("thead").inner_text().lower()
+        assert "1.00\u00d7" in card.locator("tr:has(.badge:text-is('ref'))").inner_text()
     assert str(index["log_seq"]) in page.locator("#foot-index").inner_text().replace(",", "")
+    assert page.locator("#live-indicator").get_attribute("data-state") == "open"
     shot(page, "board.png", full_page=True)
 
 
-def test_filter_by_arch_and_search_narrows_the_boards(
-    page: Any, webui_base_url: str, api_get: Any
-) -> None:
+def test_filter_by_arch_and_search_narrows_the_boards(page: Any, webui_base_url: str) -> None:
     """Choosing an arch keeps only its boards; a search keeps only matching kernels."""
-    index = api_get("/api/index.json")
-    kernel = _best_kernel(index)
-    arch, name = kernel["id"].split("/")[0], kernel["id"].split("/")[4]
     _open(page, webui_base_url, "#/")
     page.wait_for_selector("[data-board]")
-    page.select_option("#f-arch", arch)
+    page.select_option("#f-arch", "sm90")
     page.wait_for_function(
-        "a => [...document.querySelectorAll('[data-board]')]"
-        ".every(b => b.dataset.board.startsWith(a + '/'))",
-        arg=arch,
+        "[...document.querySelectorAll('[data-board]')]"
+        ".every(b => b.dataset.board.startsWith('sm90/'))"
     )
-    assert f"arch={arch}" in page.url
-    page.fill("#search", name)
-    page.wait_for_function(
-        "n => document.querySelectorAll('a.kname').length > 0 && [...document.querySelectorAll"
-        "('tbody tr')].every(r => r.textContent.toLowerCase().includes(n.toLowerCase()))",
-        arg=name,
-    )
-    assert page.locator(f"a.kname:text-is('{name}')").count() >= 1
+    assert "arch=sm90" in page.url
+    page.select_option("#f-arch", "cpu")
+    page.wait_for_selector("[data-board='cpu/GEMM/dense/fp32']")
+    page.fill("#search", "blas")
+    page.wait_for_function("document.querySelectorAll('a.kname').length === 1")
+    assert page.locator("a.kname").inner_text() == "blas_matmul"
     assert page.evaluate("document.activeElement.id") == "search"
-
-
-def test_board_page_marks_ties_reference_and_disqualified(
-    page: Any, webui_base_url: str, fixture_api: Any
-) -> None:
-    """A full board shows the tie marker, the reference at 1.00x and the disqualified entry last."""
-    _open(page, webui_base_url, "#/board/sm90/Attention/MHA/fp16")
-    rows = page.locator("table.board tbody tr")
-    page.wait_for_selector("table.board tbody tr")
-    names = rows.locator("a.kname").all_inner_texts()
-    assert names[0] == "flash_v3"
-    assert names[-1] == "cutlass_fmha"
-    assert "DQ" in rows.last.inner_text()
-    assert page.locator(".tie").count() == 2
-    ref = page.locator("tr[data-kernel$='/torch_sdpa_ref']")
-    assert "1.00\u00d7" in ref.inner_text()
+    assert "q=blas" in page.url
 
 
 def test_sortable_columns_reorder_and_keep_the_sort_in_the_url(
-    page: Any, webui_base_url: str, fixture_api: Any
+    page: Any, webui_base_url: str
 ) -> None:
-    """Clicking a column header sorts by it, a second click reverses; missing values stay last."""
-    _open(page, webui_base_url, "#/board/sm90/Attention/MHA/fp16")
+    """Clicking a column header sorts by it, a second click reverses it."""
+    _open(page, webui_base_url, f"#/board/{NORM}")
     page.wait_for_selector("table.board tbody tr")
     page.get_by_role("button", name=re.compile("^value")).click()
     page.wait_for_function("location.hash.includes('sort=value')")
@@ -91,32 +80,60 @@ def test_sortable_columns_reorder_and_keep_the_sort_in_the_url(
     page.wait_for_function("location.hash.includes('dir=desc')")
     values = page.locator("table.board tbody td.value").all_inner_texts()
     numbers = [float(v.replace(",", "")) for v in values if v != "—"]
+    assert len(numbers) == 3
     assert numbers == sorted(numbers, reverse=True)
     assert page.locator("th[aria-sort='descending']").count() == 1
 
 
-def test_kernel_page_draws_the_history_chart_with_hover(
+def test_board_marks_ties_reference_and_disqualified(page: Any, webui_base_url: str) -> None:
+    """A projected board with overlapping spreads and a disqualified kernel marks both."""
+    body = render_accepted(BOARD)
+    page.route(
+        "**/api/index.json*",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=body),
+    )
+    _open(page, webui_base_url, "#/board/sm90/Attention/MHA/fp16")
+    page.wait_for_selector("table.board tbody tr")
+    rows = page.locator("table.board tbody tr")
+    names = rows.locator("a.kname").all_inner_texts()
+    assert names == ["flash_v3", "tilelang_fa", "triton_fa_v2", "torch_sdpa_ref", "cutlass_fmha"]
+    assert "DQ" in rows.last.inner_text()
+    assert "struck" in (rows.last.locator("td.value").get_attribute("class") or "")
+    assert page.locator(".tie").count() == 2
+    assert "1.00\u00d7" in page.locator("tr[data-kernel$='/torch_sdpa_ref']").inner_text()
+    assert "\u00b13%" in page.locator("tr[data-kernel$='/tilelang_fa']").inner_text()
+
+
+def test_kernel_page_draws_the_history_chart_with_hover_and_files(
     page: Any, webui_base_url: str, api_get: Any, shot: Any
 ) -> None:
-    """The kernel page shows stats, an SVG chart with a dot per accepted result, a hover card."""
-    kernel = _best_kernel(api_get("/api/index.json"))
-    history = api_get(f"/api/kernels/{kernel['id']}/bench-history")
-    points = history.get("history") or history.get("accepted") or []
-    _open(page, webui_base_url, f"#/kernel/{kernel['id']}")
+    """The kernel page shows stats, a dot per accepted result with a hover card, and files."""
+    history = api_get(f"/api/kernels/{SOFTMAX_REF}/bench-history")["history"]
+    _open(page, webui_base_url, f"#/kernel/{SOFTMAX_REF}")
     page.wait_for_selector("svg.chart circle.pt")
-    assert page.locator("svg.chart circle.pt").count() == len(points)
+    assert page.locator("svg.chart circle.pt").count() == len(history) == 2
+    assert page.locator("svg.chart circle.record").count() == 2
     assert page.locator("svg.chart path.frontier").get_attribute("d")
-    assert re.search(
-        r"\(.+\)", page.locator("svg.chart text.axis-label").first.text_content() or ""
-    )
+    axis = page.locator("svg.chart text.axis-label").first.text_content() or ""
+    assert "latency (us)" in axis
+    assert page.locator("svg.chart .tick text").count() >= 4
     page.locator("svg.chart circle.pt").last.hover()
     tip = page.locator(".chart-tip")
     tip.wait_for(state="visible")
-    assert "commit" in tip.inner_text()
+    assert history[-1]["commit"][:10] in tip.inner_text()
+    assert history[-1]["submitter_id"] in tip.inner_text()
     assert page.locator(".stats .stat").count() == 5
-    page.locator(".file-btn").first.click()
-    assert page.locator("pre.file-view").inner_text().strip() != ""
+    assert "#2" in page.locator(".stats").inner_text()
+    workloads = page.locator("section.card:has(h2:text-is('Workloads'))").inner_text()
+    assert "rows=16 cols=1024" in workloads
+    assert page.locator("section.card:has(h2:has-text('Attempts')) tbody tr").count() == 2
+    page.locator(".file-btn", has_text="src/softmax.py").click()
+    page.wait_for_function("document.querySelector('pre.file-view').textContent.includes('def ')")
     page.mouse.move(0, 0)
+    page.locator(".file-btn", has_text="desc.yaml").click()
+    page.wait_for_function(
+        "document.querySelector('pre.file-view').textContent.includes('kernel_id:')"
+    )
     shot(page, "kernel.png", full_page=True)
 
 
@@ -124,44 +141,55 @@ def test_submission_page_shows_status_timeline_result_and_log(
     page: Any, webui_base_url: str, api_get: Any, shot: Any
 ) -> None:
     """A finished submission shows its status, every event in order, its workloads and its log."""
-    subs = api_get("/api/submissions?limit=100")
-    done = next(s for s in subs["submissions"] if s["status"] == "committed")
+    subs = api_get(f"/api/submissions?kernel_id={SOFTMAX_REF}")["items"]
+    done = next(s for s in subs if s["submitter_id"] == "grace")
     detail = api_get(f"/api/submissions/{done['submission_id']}")
     _open(page, webui_base_url, f"#/submission/{done['submission_id']}")
     page.wait_for_selector("ol.timeline li")
     assert page.locator("#sub-status").inner_text().strip() == "committed"
-    assert page.locator("ol.timeline li").count() == len(detail["events"])
-    assert page.locator("section.card:has(h2:text-is('Result')) tbody tr").count() >= 1
+    items = page.locator("ol.timeline li")
+    assert items.count() == len(detail["events"]) == 5
+    assert done["commits"]["source"][:10] in items.last.inner_text()
+    result = page.locator("section.card:has(h2:text-is('Result'))")
+    assert result.locator("tbody tr").count() >= 1
+    assert "131.7" in result.inner_text()
     page.wait_for_selector("pre.log")
-    assert page.locator("pre.log").inner_text().strip() != ""
+    assert "benchmark.py" in page.locator("pre.log").inner_text()
+    assert "vectorise the reference" in page.locator("dl.kv").inner_text()
     shot(page, "submission.png", full_page=True)
 
 
 def test_activity_shows_feed_queue_and_runners(page: Any, webui_base_url: str, shot: Any) -> None:
-    """The activity view lists live events, queue depth per arch and runners with heartbeat age."""
+    """The activity view lists recent events, queue depth per arch and runners with devices."""
     _open(page, webui_base_url, "#/activity")
     page.wait_for_selector(".feed .feed-row")
     page.wait_for_selector(".queue .stat")
-    page.wait_for_selector("section.card:has(h2:text-is('Runners')) tbody tr")
-    assert page.locator("#live-indicator").get_attribute("data-state") == "open"
-    assert re.search(
-        r"ago|never",
-        page.locator("section.card:has(h2:text-is('Runners')) tbody tr").first.inner_text(),
-    )
+    runners = page.locator("section.card:has(h2:text-is('Runners')) tbody tr")
+    runners.first.wait_for()
+    assert "cpu (this host)" in runners.first.inner_text()
+    assert re.search(r"ago|never", runners.first.inner_text())
+    assert "cpu" in page.locator(".queue").inner_text()
+    assert page.locator(".feed-row:has-text('submission.committed')").count() >= 1
+    subs = page.locator("section.card:has(h2:text-is('Latest submissions')) tbody tr")
+    assert subs.count() >= 8
     shot(page, "activity.png", full_page=True)
 
 
 def test_time_travel_shows_the_board_as_it_stood(
-    page: Any, webui_base_url: str, fixture_api: Any
+    page: Any, webui_base_url: str, api_get: Any
 ) -> None:
     """With at=<seq> the boards come from index.json?at= and say so; back to live restores them."""
-    _open(page, webui_base_url, "#/?at=69")
+    past = api_get("/api/index.json?at=12")
+    valued_then = sum(1 for k in past["kernels"] if k["best"])
+    _open(page, webui_base_url, "#/?at=12")
     page.wait_for_selector(".travel-banner")
-    past = page.locator("a.kname").count()
-    assert "#69" in page.locator(".travel-banner").inner_text()
+    assert "#12" in page.locator(".travel-banner").inner_text()
+    page.wait_for_selector("a.kname")
+    assert _valued_rows(page) == valued_then
     page.get_by_role("button", name="Back to live").click()
     page.wait_for_function("!document.querySelector('.travel-banner')")
-    assert page.locator("a.kname").count() > past
+    page.wait_for_function("document.querySelectorAll('table.board td.value').length > 0")
+    assert _valued_rows(page) > valued_then
 
 
 def test_keyboard_slash_focuses_search_and_enter_opens_a_kernel(
@@ -176,6 +204,13 @@ def test_keyboard_slash_focuses_search_and_enter_opens_a_kernel(
     page.keyboard.press("Enter")
     page.wait_for_function("location.hash.startsWith('#/kernel/')")
     page.wait_for_selector(".stats")
+
+
+def test_webui_without_a_trailing_slash_still_loads(page: Any, webui_base_url: str) -> None:
+    """/webui (no slash) moves to /webui/ so the relative assets load."""
+    page.goto(f"{webui_base_url}/webui#/activity")
+    page.wait_for_selector(".feed-card")
+    assert page.url.endswith("/webui/#/activity")
 
 
 def test_phone_layout_fits_the_screen(new_page: Any, webui_base_url: str, shot: Any) -> None:
@@ -195,3 +230,12 @@ def test_dark_scheme_is_applied(new_page: Any, webui_base_url: str, shot: Any) -
     background = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(15, 19, 24)"
     shot(page, "board-dark.png")
+
+
+def test_unknown_kernel_says_so(page: Any, webui_base_url: str, page_problems: Any) -> None:
+    """A kernel id the API does not know shows an empty state naming it (the API answers 404)."""
+    page_problems.allow()
+    _open(page, webui_base_url, "#/kernel/cpu/Norm/RMSNorm/fp32/nope")
+    page.wait_for_selector(".state-empty")
+    assert "cpu/Norm/RMSNorm/fp32/nope" in page.locator(".state-empty").inner_text()
+    assert json.dumps(page_problems.items).count("404") >= 1

@@ -43,6 +43,14 @@ const history = [
   { value: 420, at: '2025-05-04T00:00:00Z', commit: 'd' },
 ];
 
+test('results seconds apart get second ticks labelled with seconds', () => {
+  const t0 = Date.parse('2026-11-30T04:45:47Z');
+  const ticks = timeTicks(t0, t0 + 3000, 5);
+  assert.ok(ticks.length >= 2);
+  assert.ok(ticks.every((t) => /^\d\d:\d\d:\d\d$/.test(t.label)), JSON.stringify(ticks));
+  assert.equal(timeLabel(Date.parse('2026-11-30T04:45:48Z'), 1000), '04:45:48');
+});
+
 test('withFrontier marks new bests in the metric direction, in time order', () => {
   const lower = withFrontier([...history].reverse(), 'lower');
   assert.deepEqual(lower.map((p) => p.record), [true, true, false, true]);

@@ -1,10 +1,11 @@
-// Feed messages are read from their subjects and bodies into rows, statuses and timelines.
+// Feed messages (the bare events /api/events sends) read into rows, statuses and timelines.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { changesIndex, describeEvent, eventKind, parseSubject, statusAfter, timeline, TERMINAL } from '../../../webui/js/lib/events.js';
+import { changesIndex, describeEvent, eventKind, flattenSubmission, parseSubject, statusAfter, timeline, TERMINAL } from '../../../webui/js/lib/events.js';
 
-const events = JSON.parse(readFileSync(new URL('../fixtures/events.json', import.meta.url)));
+const events = JSON.parse(readFileSync(new URL('./fixtures/events.json', import.meta.url)));
+const detail = JSON.parse(readFileSync(new URL('./fixtures/submission.json', import.meta.url)));
 
 test('subjects decode their percent-encoded tokens', () => {
   assert.deepEqual(parseSubject('kz.ev.kernel.sm_9%2E0.sm90%2FAttention%2FMHA%2Ffp16%2Fflash_v3.imported'), {
@@ -13,23 +14,36 @@ test('subjects decode their percent-encoded tokens', () => {
   assert.equal(parseSubject('kz.live.runner.sm90.r1'), null);
 });
 
-test('the kind comes from the subject, or else the event type', () => {
+test('the aggregate of a bare event follows from its ids, not its type name', () => {
+  assert.deepEqual(eventKind({ event: { type: 'claimed', submission_id: 's', kernel_id: 'k' } }), { aggregate: 'submission', type: 'claimed' });
+  assert.deepEqual(eventKind({ event: { type: 'kernel_claimed', kernel_id: 'k', holder: 'ada' } }), { aggregate: 'kernel', type: 'kernel_claimed' });
+  assert.deepEqual(eventKind({ event: { type: 'registered', runner_id: 'r1', arches: ['cpu'] } }), { aggregate: 'runner', type: 'registered' });
+  assert.deepEqual(eventKind({ event: { type: 'imported', kernel_id: 'k' } }), { aggregate: 'kernel', type: 'imported' });
   assert.deepEqual(eventKind({ subject: 'kz.ev.runner.sm90.r1.registered', event: {} }), { aggregate: 'runner', type: 'registered' });
-  assert.deepEqual(eventKind({ event: { type: 'submission.accepted' } }), { aggregate: 'submission', type: 'accepted' });
-  assert.deepEqual(eventKind({ event: { type: 'imported' } }), { aggregate: 'kernel', type: 'imported' });
 });
 
-test('every fixture event describes itself with a link target and a sentence', () => {
+test('every event of a real feed describes itself with a link target, an arch and a sentence', () => {
+  assert.ok(events.length > 20);
   for (const message of events) {
     const row = describeEvent(message);
     assert.equal(row.seq, message.seq);
-    assert.ok(row.submissionId, `seq ${message.seq} has a submission`);
+    assert.ok(row.submissionId || row.kernelId || row.runnerId, `seq ${message.seq} links somewhere`);
+    assert.ok(row.arch, `seq ${message.seq} has an arch`);
     assert.ok(row.text.length > 3);
     assert.equal(row.at, message.event.occurred_at);
   }
-  const failed = describeEvent(events.find((m) => m.event.type === 'failed'));
-  assert.equal(failed.tone, 'bad');
-  assert.match(failed.text, /build_failed/);
+  const accepted = describeEvent(events.find((m) => m.event.type === 'accepted'));
+  assert.equal(accepted.tone, 'good');
+  assert.match(accepted.text, /^accepted [\d.,]+ us — /);
+  const committed = describeEvent(events.find((m) => m.event.type === 'committed'));
+  assert.match(committed.text, /^committed as [0-9a-f]{10}$/);
+  assert.match(describeEvent(events[0]).text, /runner registered on cpu/);
+});
+
+test('a failure names its code and reason', () => {
+  const row = describeEvent({ seq: 9, event: { type: 'failed', submission_id: 's', kernel_id: 'cpu/a/b/c/d', code: 'build_failed', reason: 'nvcc missing' } });
+  assert.equal(row.tone, 'bad');
+  assert.equal(row.text, 'failed (build_failed): nvcc missing');
 });
 
 test('statuses follow the lifecycle and the terminal set is final', () => {
@@ -39,15 +53,27 @@ test('statuses follow the lifecycle and the terminal set is final', () => {
 });
 
 test('index-changing events are recognised', () => {
-  assert.equal(changesIndex({ subject: 'kz.ev.submission.sm90.x.committed', event: {} }), true);
-  assert.equal(changesIndex({ subject: 'kz.ev.submission.sm90.x.result', event: {} }), false);
-  assert.equal(changesIndex({ subject: 'kz.ev.runner.sm90.r1.registered', event: {} }), true);
+  const kind = (type, extra = {}) => ({ event: { type, submission_id: 's', kernel_id: 'cpu/a/b/c/d', ...extra } });
+  assert.equal(changesIndex(kind('committed')), true);
+  assert.equal(changesIndex(kind('result')), false);
+  assert.equal(changesIndex({ event: { type: 'registered', runner_id: 'r1', arches: ['cpu'] } }), true);
+  assert.equal(changesIndex({ event: { type: 'imported', kernel_id: 'cpu/a/b/c/d' } }), true);
+  assert.equal(changesIndex({ event: { type: 'kernel_claimed', kernel_id: 'cpu/a/b/c/d', holder: 'ada' } }), false);
 });
 
-test('a timeline orders by sequence and accepts bare events', () => {
-  const sub = events.filter((m) => m.event.submission_id === events[0].event.submission_id);
-  const rows = timeline([...sub].reverse());
-  assert.deepEqual(rows.map((r) => r.seq), sub.map((m) => m.seq));
-  assert.equal(timeline([{ type: 'submitted', occurred_at: 'x' }])[0].type, 'submitted');
+test('the submission detail flattens and its event rows become a filled-in timeline', () => {
+  const d = flattenSubmission(detail);
+  assert.equal(d.status, 'committed');
+  assert.equal(d.submission_id, detail.submission.submission_id);
+  assert.deepEqual(d.events, detail.events);
+  const rows = timeline([...d.events].reverse(), d);
+  assert.deepEqual(rows.map((r) => r.type), ['submitted', 'claimed', 'result', 'accepted', 'committed']);
+  assert.deepEqual(rows.map((r) => r.seq), d.events.map((e) => e.seq));
+  assert.ok(rows.every((r) => r.submissionId === d.submission_id));
+  assert.match(rows[0].text, new RegExp(`submitted by ${d.submitter_id}: ${d.message}`));
+  assert.match(rows[1].text, new RegExp(`claimed by ${d.runner_id}`));
+  assert.match(rows[3].text, /stub backend: accepted/);
+  assert.equal(rows[4].text, `committed as ${d.commits.source.slice(0, 10)}`);
   assert.deepEqual(timeline(undefined), []);
+  assert.equal(flattenSubmission(null), null);
 });

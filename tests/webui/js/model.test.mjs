@@ -1,61 +1,96 @@
-// index.json normalises into ranked boards that filter, sort and page; 10,000 kernels stay fast.
+// index.json (the real projection's shape) normalises into ranked boards that filter, sort and
+// page; 10,000 kernels stay fast.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { facets, filterBoards, locateKernel, normaliseIndex, normaliseScore, pageOf, sortEntries, spreadFromWorkloads } from '../../../webui/js/lib/model.js';
+import { disqualification, facets, filterBoards, locateKernel, normaliseIndex, normaliseScore, pageOf, samplesOf, sortEntries, spreadFromWorkloads, workloadParams } from '../../../webui/js/lib/model.js';
 
-const fixture = JSON.parse(readFileSync(new URL('../fixtures/index.json', import.meta.url)));
+const real = JSON.parse(readFileSync(new URL('./fixtures/index.json', import.meta.url)));
+const board = JSON.parse(readFileSync(new URL('./fixtures/board.json', import.meta.url)));
 
-/** A generated index of n kernels over 8 archs x 5 op classes x 5 quants. */
+/** A generated index of n kernels over 8 archs x 5 op classes x 5 quants, index.json-shaped. */
 export function bigIndex(n) {
   const archs = ['sm80', 'sm89', 'sm90', 'sm100', 'gfx90a', 'gfx942', 'gfx950', 'cpu'];
   const ops = ['Attention', 'GEMM', 'Norm', 'MoE', 'Quant'];
   const quants = ['fp32', 'bf16', 'fp16', 'fp8', 'int4'];
   const kernels = [];
   for (let i = 0; i < n; i += 1) {
-    const arch = archs[i % 8];
-    const op = ops[Math.floor(i / 8) % 5];
-    const quant = quants[Math.floor(i / 40) % 5];
+    const [arch, op, quant] = [archs[i % 8], ops[Math.floor(i / 8) % 5], quants[Math.floor(i / 40) % 5]];
     const value = 100 + ((i * 7919) % 1000) / 10;
+    const dq = i % 501 === 0;
+    const score = { value, spread: { p10: value * 0.99, p90: value * 1.01 }, submitter: `s${i % 17}`, submission: `sub${i}`, at: '2025-05-01T00:00:00Z', commit: null };
     kernels.push({
-      id: `${arch}/${op}/main/${quant}/k${i}`, title: `kernel ${i}`, language: i % 3 ? 'cuda' : 'triton',
-      metric: { name: 'latency', unit: 'us', better: 'lower' },
-      best: { value, p10: value * 0.99, p90: value * 1.01, submitter: `s${i % 17}`, at: '2025-05-01T00:00:00Z' },
-      accepted_count: 1 + (i % 5), last_activity_at: '2025-05-01T00:00:00Z', disqualified: i % 501 === 0 ? { reason: 'x' } : undefined,
+      id: `${arch}/${op}/main/${quant}/k${i}`, arch, op_class: op, sub_class: 'main', quant, name: `k${i}`,
+      title: `kernel ${i}`, language: i % 3 ? 'cuda' : 'triton', metric: { name: 'latency', unit: 'us', better: 'lower' },
+      best: dq ? null : score, current: dq ? null : score, accepted_count: dq ? 0 : 1 + (i % 5),
+      last_activity_at: '2025-05-01T00:00:00Z', disqualified: dq ? [`sub${i}`] : [], history: [],
     });
   }
   return { schema_version: 1, log_seq: n, kernels, leaderboards: {}, queue: {}, runners: [] };
 }
 
-test('the fixture index becomes one ranked board per arch/op_class/sub_class/quant', () => {
-  const index = normaliseIndex(fixture);
-  assert.equal(index.boards.length, 8);
-  assert.equal(index.kernels.size, fixture.kernels.length);
+test('a real index becomes one ranked board per arch/op_class/sub_class/quant', () => {
+  const index = normaliseIndex(real);
+  assert.equal(index.logSeq, real.log_seq);
+  assert.equal(index.kernels.size, real.kernels.length);
+  assert.deepEqual(index.boards.map((b) => b.key), ['cpu/GEMM/dense/fp32', 'cpu/Norm/RMSNorm/fp32', 'cpu/Softmax/row/fp32', 'sm90/Norm/RMSNorm/bf16']);
+  for (const [key, ranked] of Object.entries(real.leaderboards)) {
+    const b = index.boards.find((x) => x.key === key);
+    assert.deepEqual(b.entries.map((e) => e.id), ranked.map((r) => r.kernel_id), `${key} ranks as the projection does`);
+    assert.deepEqual(b.entries.map((e) => e.rank), ranked.map((r) => r.rank));
+    assert.equal(b.referenceId, `${key}/numpy_ref`);
+  }
+  const norm = index.boards.find((b) => b.key === 'cpu/Norm/RMSNorm/fp32');
+  assert.equal(norm.entries[0].speedup.toFixed(2), (412.5 / 96.3).toFixed(2));
+  assert.equal(norm.entries.find((e) => e.isReference).speedup, 1);
+  const top = norm.entries[0];
+  assert.equal(top.submitter, 'ada');
+  assert.match(top.best.submission_id, /^[0-9a-f-]{36}$/);
+  assert.match(top.best.commit, /^[0-9a-f]{40}$/);
+  assert.equal(top.p10, 96.3);
+  assert.ok(index.boards.every((b) => b.entries.every((e) => !e.disqualified)), 'an empty disqualified list marks nothing');
+  const unscored = index.boards.find((b) => b.key === 'sm90/Norm/RMSNorm/bf16').entries[0];
+  assert.equal(unscored.value, null);
+  assert.equal(unscored.rank, null);
+});
+
+test('ties, the reference and a disqualified kernel on a projected board', () => {
+  const index = normaliseIndex(board);
   const mha = index.boards.find((b) => b.key === 'sm90/Attention/MHA/fp16');
-  assert.equal(mha.entries[0].id, 'sm90/Attention/MHA/fp16/flash_v3');
+  assert.deepEqual(mha.entries.map((e) => e.name), ['flash_v3', 'tilelang_fa', 'triton_fa_v2', 'torch_sdpa_ref', 'cutlass_fmha']);
   assert.equal(mha.referenceId, 'sm90/Attention/MHA/fp16/torch_sdpa_ref');
   const last = mha.entries.at(-1);
   assert.equal(last.disqualified, true);
   assert.equal(last.rank, null);
-  assert.ok(mha.entries.some((e) => e.tie), 'tilelang_fa and triton_fa_v2 overlap');
+  assert.match(last.dqReason, /1 result disqualified/);
+  assert.deepEqual(mha.entries.filter((e) => e.tie).map((e) => e.name), ['tilelang_fa', 'triton_fa_v2']);
   const gemm = index.boards.find((b) => b.key === 'sm90/GEMM/dense/fp8');
   assert.equal(gemm.metric.better, 'higher');
-  assert.ok(gemm.entries[0].value > gemm.entries[1].value);
+  assert.equal(gemm.entries[0].name, 'tile_256x128');
   assert.ok(gemm.entries[0].speedup > 1);
 });
 
+test('disqualification marks a kernel only when none of its results remain', () => {
+  assert.equal(disqualification({ disqualified: [] }, null).disqualified, false);
+  assert.equal(disqualification({ disqualified: ['abc'] }, { value: 1 }).disqualified, false);
+  assert.equal(disqualification({ disqualified: ['abc'] }, { value: 1 }).dqCount, 1);
+  assert.equal(disqualification({ disqualified: ['abcdef0123'] }, null).dqReason, '1 result disqualified (abcdef01)');
+});
+
 test('queue and runners come through in a stable order', () => {
-  const index = normaliseIndex(fixture);
-  assert.deepEqual(index.queue.map((q) => q.arch), ['cpu', 'gfx942', 'sm90']);
+  const index = normaliseIndex({ ...real, queue: { sm90: { queued: 2, running: 0 }, cpu: { queued: 0, running: 1 } } });
+  assert.deepEqual(index.queue.map((q) => q.arch), ['cpu', 'sm90']);
+  assert.ok(index.runners.length >= 1);
   assert.ok(index.runners.every((r) => r.id && r.arches.length && r.lastHeartbeatAt));
+  const api = [{ runner_id: 'r9', arches: ['sm90'], last_heartbeat: '2026-01-01T00:00:00Z', state: 'idle' }];
+  assert.equal(normaliseIndex({ runners: api }).runners[0].id, 'r9');
 });
 
-test('kernels given as an object keyed by id are accepted too', () => {
-  const index = normaliseIndex({ kernels: { 'cpu/Norm/RMSNorm/fp32/a': { best: 3 }, 'cpu/Norm/RMSNorm/fp32/b': { best: { value: 2 } } } });
-  assert.deepEqual(index.boards[0].entries.map((e) => e.name), ['b', 'a']);
-});
-
-test('a score without p10/p90 takes its spread from the workloads stats', () => {
+test('scores read index.json, scoreboard and bench-history shapes', () => {
+  const fromIndex = normaliseScore({ value: 5, spread: { p10: 4, p90: 6 }, submission: 'u1', submitter: 'ada', at: 't', commit: 'c' });
+  assert.deepEqual([fromIndex.p10, fromIndex.p90, fromIndex.submission_id, fromIndex.submitter], [4, 6, 'u1', 'ada']);
+  const fromHistory = normaliseScore({ value: 5, submission_id: 'u2', submitter_id: 'grace' });
+  assert.deepEqual([fromHistory.submission_id, fromHistory.submitter], ['u2', 'grace']);
   const s = normaliseScore({ value: 100, workloads: [{ name: 'w', stats: { median: 50, p10: 49, p90: 52 } }] });
   assert.equal(s.p10, 98);
   assert.equal(s.p90, 104);
@@ -63,19 +98,25 @@ test('a score without p10/p90 takes its spread from the workloads stats', () => 
   assert.equal(normaliseScore(null), null);
 });
 
-test('filters narrow boards and search narrows rows, keeping whole-board ranks', () => {
-  const index = normaliseIndex(fixture);
-  const gfx = filterBoards(index.boards, { arch: 'gfx942' });
-  assert.deepEqual(gfx.map((b) => b.arch), ['gfx942', 'gfx942']);
-  const triton = filterBoards(index.boards, { q: 'triton' });
-  assert.ok(triton.length >= 3);
-  for (const b of triton) assert.ok(b.entries.every((e) => `${e.id} ${e.title} ${e.language}`.toLowerCase().includes('triton')));
-  const fa = triton.find((b) => b.key === 'sm90/Attention/MHA/fp16').entries.find((e) => e.name === 'triton_fa_v2');
-  assert.equal(fa.rank, 3);
-  assert.deepEqual(filterBoards(index.boards, { q: 'no-such-kernel' }), []);
-  assert.deepEqual(facets(index.boards).arch, ['cpu', 'gfx942', 'sm100', 'sm90']);
+test('workload params flatten and samples count either way', () => {
+  assert.deepEqual(workloadParams({ name: 'r16', params: { rows: 16, cols: 1024 } }), [['rows', '16'], ['cols', '1024']]);
+  assert.deepEqual(workloadParams({ name: 'x', shape: [2, 3] }), [['shape', '2×3']]);
+  assert.equal(samplesOf({ samples: [1, 2, 3] }), '3');
+  assert.equal(samplesOf({ samples: 7 }), '7');
+  assert.equal(samplesOf(undefined), '—');
 });
 
+test('filters narrow boards and search narrows rows, keeping whole-board ranks', () => {
+  const index = normaliseIndex(real);
+  assert.deepEqual(filterBoards(index.boards, { arch: 'sm90' }).map((b) => b.key), ['sm90/Norm/RMSNorm/bf16']);
+  const found = filterBoards(index.boards, { q: 'ada' });
+  assert.deepEqual(found.flatMap((b) => b.entries.map((e) => e.name)), ['numpy_vectorized', 'numpy_inplace']);
+  assert.equal(found[0].entries[0].rank, 1);
+  const loops = filterBoards(index.boards, { q: 'python_loops' })[0].entries[0];
+  assert.equal(loops.rank, 3);
+  assert.deepEqual(filterBoards(index.boards, { q: 'no-such-kernel' }), []);
+  assert.deepEqual(facets(index.boards).arch, ['cpu', 'sm90']);
+});
 test('sorting by a column keeps missing values last in both directions', () => {
   const entries = [{ name: 'a', value: 3, rank: 2 }, { name: 'b', value: null, rank: null }, { name: 'c', value: 1, rank: 1 }];
   assert.deepEqual(sortEntries(entries, 'value', 'asc').map((e) => e.name), ['c', 'a', 'b']);
@@ -93,9 +134,10 @@ test('pageOf clamps the page and reports the totals', () => {
 });
 
 test('locateKernel finds the board and rank of a kernel', () => {
-  const index = normaliseIndex(fixture);
-  const found = locateKernel(index, 'sm90/GEMM/dense/fp8/cublaslt_ref');
-  assert.equal(found.board.key, 'sm90/GEMM/dense/fp8');
+  const index = normaliseIndex(real);
+  const found = locateKernel(index, 'cpu/GEMM/dense/fp32/numpy_ref');
+  assert.equal(found.board.key, 'cpu/GEMM/dense/fp32');
+  assert.equal(found.entry.rank, 2);
   assert.equal(found.entry.isReference, true);
   assert.equal(locateKernel(index, 'x/y/z/w/v'), null);
 });

@@ -1,0 +1,128 @@
+"""`kz up` and `kz submit` as a user runs them: real processes, real HTTP, real git."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kz_events.server import free_port
+from kz_package import pack_directory
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+RMSNORM = REPO / "examples/kernels/cpu/Norm/RMSNorm/fp32/numpy_ref"
+KID = "cpu/Norm/RMSNorm/fp32/numpy_ref"
+
+
+def kz(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kz_cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or dict(os.environ),
+    )
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[str]:
+    """`kz up --no-demo --backend stub` on a free port; yields its base URL."""
+    port = free_port()
+    log = (tmp_path / "up.log").open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kz_cli.main",
+            "up",
+            "--no-demo",
+            "--backend",
+            "stub",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "kz"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=tmp_path,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, (tmp_path / "up.log").read_text()
+            time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def test_kz_submit_follows_a_package_to_its_commits(stack: str) -> None:
+    """`kz submit --json` of a valid package exits 0 with the committed status and both commits."""
+    done = kz(
+        "submit",
+        str(RMSNORM),
+        "--kernel-id",
+        KID,
+        "--server",
+        stack,
+        "--submitter",
+        "alice",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    status = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status["status"] == "committed"
+    assert len(status["commits"]["source"]) == 40 and len(status["commits"]["bench_result"]) == 40
+
+
+def test_a_broken_package_gets_the_same_lines_locally_and_from_the_server(
+    stack: str, tmp_path: Path
+) -> None:
+    """The problems `kz submit` prints for a broken package are the server's, word for word."""
+    broken = tmp_path / "broken"
+    shutil.copytree(RMSNORM, broken)
+    desc = broken / ".kernel_package" / "desc.yaml"
+    desc.write_text(desc.read_text().replace("better: lower", "better: faster"))
+    local = kz("submit", str(broken), "--kernel-id", KID, "--server", stack, "--submitter", "bob")
+    assert local.returncode == 2
+    local_lines = [line.strip() for line in local.stderr.splitlines()[1:]]
+    tarball = tmp_path / "broken.tar.gz"
+    pack_directory(broken, tarball)
+    answer = httpx.post(
+        f"{stack}/api/submissions",
+        headers={"X-Submitter-Id": "bob"},
+        data={"kernel_id": KID, "submitter_id": "bob"},
+        files={"package": ("p.tar.gz", tarball.read_bytes(), "application/gzip")},
+    )
+    assert answer.status_code == 400
+    problems = answer.json()["error"]["details"]["problems"]
+    server_lines = [f"{p['path']}: {p['field']}: {p['message']}" for p in problems]
+    assert local_lines == server_lines
+    assert any("metric.better" in line for line in local_lines)

@@ -1,0 +1,229 @@
+"""Helpers of the hostile-client tests: `kz api` as a real process on an embedded NATS server,
+raw HTTP/1.1 over asyncio sockets, the API process's memory, and what the log holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from nats.js.errors import NotFoundError
+
+from kz_events.eventlog import EventLog
+from kz_events.server import EmbeddedServer, free_port
+from kz_events.subjects import LOGS_BUCKET, PACKAGES_BUCKET
+from kz_package import pack_directory
+
+__all__ = [
+    "KERNEL",
+    "RUNNER_KEY",
+    "TOKEN",
+    "UPLOAD_LIMIT",
+    "ApiProcess",
+    "LogState",
+    "RawAnswer",
+    "log_state",
+    "raw_request",
+    "tarball",
+]
+
+TOKEN = "hostile-test-token-alice"
+RUNNER_KEY = "hostile-test-runner-key"
+UPLOAD_LIMIT = 256 * 1024
+KERNEL = "cpu/Norm/RMSNorm/fp32/hostile"
+DESC = """schema_version: 1
+kernel_id: {kid}
+title: Hostile test kernel
+description: A valid package for the hostile-client tests.
+authors: [Ada <ada@example.org>]
+language: python
+metric: {{name: latency, unit: us, better: lower}}
+workloads: [{{name: w}}]
+"""
+
+
+def tarball(tmp: Path, salt: str, kid: str = KERNEL) -> bytes:
+    """A valid gzip package for `kid`, unique by `salt`."""
+    root = tmp / f"pkg-{salt}"
+    meta = root / ".kernel_package"
+    meta.mkdir(parents=True)
+    (meta / "desc.yaml").write_text(DESC.format(kid=kid))
+    (meta / "bench_result.yaml").write_text(f"schema_version: 1\nkernel_id: {kid}\n")
+    (meta / "benchmark.py").write_text("print('bench')\n")
+    (meta / "build_test_env.py").write_text("print('ok')\n")
+    (root / "src").mkdir()
+    (root / "src" / "kernel.py").write_text(f"SALT = {salt!r}\n")
+    out = io.BytesIO()
+    pack_directory(root, out)
+    return out.getvalue()
+
+
+@dataclass
+class ApiProcess:
+    """An embedded NATS server and one `kz api` process in token mode with a small upload limit."""
+
+    tmp: Path
+    nats: EmbeddedServer = field(init=False)
+    port: int = field(init=False, default=0)
+    proc: subprocess.Popen[bytes] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.nats = EmbeddedServer(self.tmp / "nats")
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.tmp / "api.log"
+
+    def start(self) -> ApiProcess:
+        self.nats.start()
+        self.port = free_port()
+        env = {
+            **os.environ,
+            "KZ_NATS_URL": self.nats.url,
+            "KZ_PORT": str(self.port),
+            "KZ_DATA_DIR": str(self.tmp / "data"),
+            "KZ_KERNEL_REPO_PATH": str(self.tmp / "repo"),
+            "KZ_SUBMITTER_TOKENS_JSON": f'{{"{TOKEN}": "alice"}}',
+            "KZ_RUNNER_KEYS_JSON": f'{{"{RUNNER_KEY}": ["cpu"]}}',
+            "KZ_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),
+            "KZ_LEASE_SECRET": "hostile-test-lease-secret-0123456789",
+        }
+        with self.log_path.open("wb") as sink:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "kz_cli.main", "api"],
+                env=env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        self._wait_healthy(60.0)
+        return self
+
+    def _wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kz api exited at start:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(self.base + "/api/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"kz api was not healthy within {timeout_s} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.nats.stop()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the API process now, from /proc."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS line in /proc status")
+
+
+@dataclass(frozen=True)
+class LogState:
+    """What the stack holds: the last event sequence and the stored object names."""
+
+    last_seq: int
+    packages: frozenset[str]
+    logs: frozenset[str]
+
+
+async def log_state(url: str) -> LogState:
+    elog = await EventLog.connect(url, name="hostile-check")
+    try:
+        names: dict[str, frozenset[str]] = {}
+        for bucket in (PACKAGES_BUCKET, LOGS_BUCKET):
+            store = await elog.js.object_store(bucket)
+            try:
+                names[bucket] = frozenset(info.name for info in await store.list())
+            except NotFoundError:  # what nats-py answers for an empty bucket
+                names[bucket] = frozenset()
+        return LogState(await elog.last_seq(), names[PACKAGES_BUCKET], names[LOGS_BUCKET])
+    finally:
+        await elog.close()
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """A parsed HTTP/1.1 answer; `status` 0 when the server closed without answering."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def parse_answer(data: bytes) -> RawAnswer:
+    if not data:
+        return RawAnswer(0, {}, b"")
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding") == "chunked":
+        body = _dechunk(body)
+    return RawAnswer(int(lines[0].split()[1]), headers, body)
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = bytearray()
+    while data:
+        size_line, _, rest = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        data = rest[size + 2 :]
+    return bytes(out)
+
+
+async def read_all(reader: asyncio.StreamReader, timeout_s: float) -> bytes:
+    """Everything the server sends until it closes (or `timeout_s` passes)."""
+    chunks = bytearray()
+    try:
+        async with asyncio.timeout(timeout_s):
+            while chunk := await reader.read(65536):
+                chunks += chunk
+    except (TimeoutError, ConnectionResetError):
+        pass
+    return bytes(chunks)
+
+
+async def raw_request(
+    port: int, head: str, body: bytes = b"", *, timeout_s: float = 30.0
+) -> RawAnswer:
+    """Send one request verbatim on a fresh connection (`Connection: close` is added)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(head.rstrip("\r\n").encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        await writer.drain()
+        return parse_answer(await read_all(reader, timeout_s))
+    finally:
+        writer.close()
