@@ -374,7 +374,9 @@ async def load_phase(
     return load, began, window_end - began, time.perf_counter() - window_end
 
 
-def start_profiles(stack: Stack, out: Path | None, duration: float) -> list[subprocess.Popen[bytes]]:
+def start_profiles(
+    stack: Stack, out: Path | None, duration: float
+) -> list[subprocess.Popen[bytes]]:
     """With `--profile DIR`, sample the API, projector and one runner during the load phase."""
     spy = shutil.which("py-spy")
     if out is None:
@@ -384,9 +386,21 @@ def start_profiles(stack: Stack, out: Path | None, duration: float) -> list[subp
     out.mkdir(parents=True, exist_ok=True)
     return [
         subprocess.Popen(
-            [spy, "record", "--format", "raw", "--rate", "200", "--nonblocking",
-             "--duration", str(int(duration)), "--pid", str(stack.pid(name)),
-             "-o", str(out / f"{name}.txt")],
+            [
+                spy,
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "200",
+                "--nonblocking",
+                "--duration",
+                str(int(duration)),
+                "--pid",
+                str(stack.pid(name)),
+                "-o",
+                str(out / f"{name}.txt"),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

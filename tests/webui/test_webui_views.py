@@ -101,7 +101,7 @@ def test_board_marks_ties_reference_and_disqualified(page: Any, webui_base_url: 
     assert "struck" in (rows.last.locator("td.value").get_attribute("class") or "")
     assert page.locator(".tie").count() == 2
     assert "1.00\u00d7" in page.locator("tr[data-kernel$='/torch_sdpa_ref']").inner_text()
-    assert "\u00b13%" in page.locator("tr[data-kernel$='/tilelang_fa']").inner_text()
+    assert "\u00b13.0%" in page.locator("tr[data-kernel$='/tilelang_fa']").inner_text()
 
 
 def test_kernel_page_draws_the_history_chart_with_hover_and_files(
@@ -168,7 +168,7 @@ def test_activity_shows_feed_queue_and_runners(page: Any, webui_base_url: str, s
     runners.first.wait_for()
     assert "cpu (this host)" in runners.first.inner_text()
     assert re.search(r"ago|never", runners.first.inner_text())
-    assert "cpu" in page.locator(".queue").inner_text()
+    assert "cpu" in page.locator(".queue").inner_text().lower()
     assert page.locator(".feed-row:has-text('submission.committed')").count() >= 1
     subs = page.locator("section.card:has(h2:text-is('Latest submissions')) tbody tr")
     assert subs.count() >= 8
@@ -204,13 +204,6 @@ def test_keyboard_slash_focuses_search_and_enter_opens_a_kernel(
     page.keyboard.press("Enter")
     page.wait_for_function("location.hash.startsWith('#/kernel/')")
     page.wait_for_selector(".stats")
-
-
-def test_webui_without_a_trailing_slash_still_loads(page: Any, webui_base_url: str) -> None:
-    """/webui (no slash) moves to /webui/ so the relative assets load."""
-    page.goto(f"{webui_base_url}/webui#/activity")
-    page.wait_for_selector(".feed-card")
-    assert page.url.endswith("/webui/#/activity")
 
 
 def test_phone_layout_fits_the_screen(new_page: Any, webui_base_url: str, shot: Any) -> None:

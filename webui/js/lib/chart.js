@@ -116,7 +116,10 @@ export function chartModel(history, { width = 720, height = 260, better = 'lower
   const [v0, v1] = niceDomain(points.map((p) => p.shown));
   const y = linearScale([v0, v1], [height - margin.bottom, margin.top]);
   const yTicks = niceTicks(v0, v1, 5).map((v) => ({ v, y: y(v), label: formatNumber(v) }));
-  const xTicks = timeTicks(t0 - pad, t1 + pad, Math.max(2, Math.floor(width / 140))).map((tick) => ({ ...tick, x: x(tick.t) }));
+  let ticks = timeTicks(t0 - pad, t1 + pad, Math.max(2, Math.floor(width / 140)));
+  // Results under a second apart: label the first and the last instead of no round time.
+  if (ticks.length < 2 && ts.length) ticks = [...new Set([Math.min(...ts), Math.max(...ts)])].map((t) => ({ t, label: timeLabel(t, SEC) }));
+  const xTicks = ticks.map((tick) => ({ ...tick, x: x(tick.t) }));
   const placed = points.map((p) => ({ ...p, cx: x(p.t), cy: y(p.shown) }));
   const shownY = (v) => y(v * multiplier);
   return {

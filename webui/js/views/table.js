@@ -50,7 +50,7 @@ function nameCell(e) {
     h('a', { href: links.kernel(e.id), class: 'kname', 'data-focus-key': `k:${e.id}` }, e.name),
     e.isReference ? badge('ref', 'muted', 'the group\'s reference: speed-ups are against it') : null,
     e.disqualified ? badge('DQ', 'bad', `disqualified${e.dqReason ? `: ${e.dqReason}` : ''}`) : null,
-    e.title ? h('span', { class: 'ktitle' }, e.title) : null,
+    e.title && e.title !== e.name ? h('span', { class: 'ktitle' }, e.title) : null,
   );
 }
 
