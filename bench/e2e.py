@@ -289,8 +289,9 @@ async def stage_times(
     try:
         async for _seq, event in elog.replay():
             sid = getattr(event, "submission_id", None)
-            if sid in marks and type(event) not in marks[sid]:
-                marks[sid][type(event)] = event.occurred_at.timestamp()
+            at = getattr(event, "occurred_at", None)
+            if sid in marks and at is not None and type(event) not in marks[sid]:
+                marks[sid][type(event)] = at.timestamp()
     finally:
         await elog.close()
     steps: dict[str, list[float]] = {name: [] for _, name in STAGES}
@@ -343,7 +344,7 @@ async def log_end(url: str) -> int:
 
 async def load_phase(
     stack: Stack, bodies: list[tuple[str, bytes]], submitters: int, duration: float
-) -> tuple[Load, float, float]:
+) -> tuple[Load, float, float, float]:
     """Submit from `submitters` clients for `duration` s while following the log for ends."""
     load, queue = Load(), list(reversed(bodies))
     follower = asyncio.create_task(follow(stack.nats.url, await log_end(stack.nats.url) + 1, load))

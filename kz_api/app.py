@@ -17,9 +17,12 @@ from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.enums import ScopeType
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, RedocRenderPlugin, YamlRenderPlugin
+from litestar.response.redirect import ASGIRedirectResponse
 from litestar.static_files import create_static_files_router
+from litestar.types import ASGIApp, Receive, Scope, Send
 
 from kz_api.context import ApiContext
 from kz_api.controllers import (
@@ -142,6 +145,22 @@ def _lifespan(settings: Settings, given: EventLog | None, signer: LeaseSigner): 
     return lifespan
 
 
+def webui_slash_middleware(app: ASGIApp) -> ASGIApp:
+    """`/webui` → `/webui/`: the UI's asset URLs are relative to the folder."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        # Litestar strips a trailing slash from `path`; the raw path still tells them apart.
+        raw = scope.get("raw_path") or b""
+        if scope["type"] == ScopeType.HTTP and raw.split(b"?", 1)[0] == b"/webui":
+            query = scope.get("query_string", b"").decode("latin-1")
+            location = "/webui/" + (f"?{query}" if query else "")
+            await ASGIRedirectResponse(path=location, status_code=308)(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return middleware
+
+
 def create_app(
     settings: Settings, *, event_log: EventLog | None = None, lease_secret: bytes | None = None
 ) -> Litestar:
@@ -168,7 +187,7 @@ def create_app(
         dependencies={"ctx": Provide(_provide_ctx, sync_to_thread=False)},
         lifespan=[_lifespan(settings, event_log, signer)],
         exception_handlers={Exception: error_response},
-        middleware=[metrics_middleware],
+        middleware=[metrics_middleware, webui_slash_middleware],
         cors_config=CORSConfig(allow_origins=["*"]),
         openapi_config=OpenAPIConfig(
             title="kernel zoo API",

@@ -19,7 +19,7 @@ from kz_api.leases import LeaseClaim
 from kz_api.models import ResultBody, TaskOffer
 from kz_api.service import append_seen, load_submission, new_meta, submission_view
 from kz_events.errors import ConcurrencyConflict, RuleViolation
-from kz_events.events import SubmissionSubmitted, TaskHeartbeat, decode_event
+from kz_events.events import RunnerHeartbeat, SubmissionSubmitted, TaskHeartbeat, decode_event
 from kz_events.ids import KernelId
 from kz_events.lifecycle import Claim, ReportResult, Status, decide, fold
 from kz_events.subjects import EVENTS_STREAM, LOGS_BUCKET, aggregate_filter, consumer_name
@@ -116,6 +116,7 @@ async def claim_task(
 ) -> TaskOffer | None:
     """A task of one of the runner's architectures, or None when none came within `wait_s`."""
     arches = _runner_arches(ctx, auth, runner_id)
+    await _announce_idle(ctx, runner_id, arches)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_s
     while True:
@@ -127,6 +128,21 @@ async def claim_task(
                 return offer
         if loop.time() >= deadline:
             return None
+
+
+async def _announce_idle(ctx: ApiContext, runner_id: str, arches: list[str]) -> None:
+    """A runner asking for work is alive and idle: say so on its live subject."""
+    meta = new_meta(runner_id)
+    await ctx.log.publish_live(
+        RunnerHeartbeat(
+            event_id=meta.event_id,
+            occurred_at=meta.occurred_at,
+            actor=meta.actor,
+            runner_id=runner_id,
+            arches=list(arches),
+            busy_with=None,
+        )
+    )
 
 
 def verify_lease(ctx: ApiContext, auth: RunnerAuth, token: str) -> LeaseClaim:

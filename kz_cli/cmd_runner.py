@@ -77,8 +77,8 @@ async def run_runner(
     else:
         if not nats_url:
             raise ConfigError("KZ_NATS_URL: expected the NATS URL for a native runner")
-        options = LogOptions(replicas=settings.replicas)
-        event_log = await EventLog.connect(nats_url, options, name=f"runner-{info.runner_id}")
+        log_options = LogOptions(replicas=settings.replicas)
+        event_log = await EventLog.connect(nats_url, log_options, name=f"runner-{info.runner_id}")
         await event_log.ensure()
         transport = NativeTransport(
             event_log, lease_s=settings.lease_s, max_attempts=settings.max_attempts

@@ -127,6 +127,7 @@ async def run_stack(
         if tasks:
             api.should_exit = True
             await asyncio.gather(*tasks, return_exceptions=True)
+            await runner.transport.close()
         await elog.close()
         if server is not None:
             await asyncio.to_thread(server.stop)

@@ -32,12 +32,27 @@ class DemoSubmission:
 
 DEMO_SUBMISSIONS = (
     # First the shipped references, so each kernel has a measured baseline to beat ...
-    DemoSubmission("cpu/Norm/RMSNorm/fp32/numpy_ref", "rmsnorm_ref",
-                   "cpu/Norm/RMSNorm/fp32/numpy_ref", "examples", "reference run"),
-    DemoSubmission("cpu/Softmax/row/fp32/numpy_ref", "softmax_ref",
-                   "cpu/Softmax/row/fp32/numpy_ref", "examples", "reference run"),
-    DemoSubmission("cpu/GEMM/dense/fp32/numpy_ref", "gemm_ref",
-                   "cpu/GEMM/dense/fp32/numpy_ref", "examples", "reference run"),
+    DemoSubmission(
+        "cpu/Norm/RMSNorm/fp32/numpy_ref",
+        "rmsnorm_ref",
+        "cpu/Norm/RMSNorm/fp32/numpy_ref",
+        "examples",
+        "reference run",
+    ),
+    DemoSubmission(
+        "cpu/Softmax/row/fp32/numpy_ref",
+        "softmax_ref",
+        "cpu/Softmax/row/fp32/numpy_ref",
+        "examples",
+        "reference run",
+    ),
+    DemoSubmission(
+        "cpu/GEMM/dense/fp32/numpy_ref",
+        "gemm_ref",
+        "cpu/GEMM/dense/fp32/numpy_ref",
+        "examples",
+        "reference run",
+    ),
     # ... then competitors on the same boards, and a faster source for an existing kernel.
     DemoSubmission(
         "cpu/Norm/RMSNorm/fp32/numpy_ref",

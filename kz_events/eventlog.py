@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -392,15 +393,21 @@ class EventLog:
         store = await self.bucket(bucket)
         if isinstance(source, Path):
             with source.open("rb") as handle:
-                info = await store.put(key, handle)
+                info = await self._retry(functools.partial(self._put_once, store, key, handle))
         else:
-            info = await store.put(key, source)  # type: ignore[arg-type]
+            info = await self._retry(functools.partial(self._put_once, store, key, source))
         return int(info.size or 0)
+
+    async def _put_once(self, store: ObjectStore, key: str, source: IO[bytes]) -> Any:
+        # A retry starts the upload again: the chunks of a failed try are never referenced.
+        if source.seekable():
+            source.seek(0)
+        return await store.put(key, source)  # type: ignore[arg-type]
 
     async def has_object(self, bucket: str, key: str) -> bool:
         store = await self.bucket(bucket)
         try:
-            await store.get_info(key)
+            await self._retry(functools.partial(store.get_info, key))
         except nats.js.errors.ObjectNotFoundError:
             return False
         return True
@@ -408,19 +415,30 @@ class EventLog:
     async def get_object(self, bucket: str, key: str, sink: IO[bytes]) -> int:
         """Stream the object `key` into `sink`; raises `ObjectNotFound`."""
         store = await self.bucket(bucket)
+        start = sink.tell() if sink.seekable() else None
         try:
-            result = await store.get(key, writeinto=sink)  # type: ignore[arg-type]
+            result = await self._retry(
+                functools.partial(self._get_once, store, key, sink, start)
+            )
         except nats.js.errors.ObjectNotFoundError as exc:
             raise ObjectNotFound(f"no object {key!r} in {bucket}") from exc
         return int(result.info.size or 0)
 
+    async def _get_once(
+        self, store: ObjectStore, key: str, sink: IO[bytes], start: int | None
+    ) -> Any:
+        """One bounded try: nats-py waits for the chunks without a time limit, and an ordered
+        consumer made while a stream changes leader may never deliver them."""
+        if start is not None:
+            sink.seek(start)
+            sink.truncate()
+        timeout = max(20.0, 4 * self.options.request_timeout_s)
+        return await asyncio.wait_for(store.get(key, writeinto=sink), timeout)  # type: ignore[arg-type]
+
     async def get_object_bytes(self, bucket: str, key: str) -> bytes:
-        store = await self.bucket(bucket)
-        try:
-            result = await store.get(key)
-        except nats.js.errors.ObjectNotFoundError as exc:
-            raise ObjectNotFound(f"no object {key!r} in {bucket}") from exc
-        return bytes(result.data or b"")
+        sink = io.BytesIO()
+        await self.get_object(bucket, key, sink)
+        return sink.getvalue()
 
     # --- retries ------------------------------------------------------------------------
 

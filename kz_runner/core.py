@@ -76,6 +76,13 @@ class Runner:
         self.backend.check_available()
         self.options.workdir.mkdir(parents=True, exist_ok=True)
         await self.transport.register(self.info)
+        alive = asyncio.create_task(self._announce_alive())
+        try:
+            await self._serve(stop, max_tasks)
+        finally:
+            alive.cancel()
+
+    async def _serve(self, stop: asyncio.Event, max_tasks: int | None) -> None:
         log.info(
             "runner %s serving %s with %s",
             self.info.runner_id,
@@ -120,6 +127,15 @@ class Runner:
         )
         await self.transport.report(lease, report)
         log.info("task %s: %s in %.2fs", lease.submission_id, outcome.reason, report.duration_s)
+
+    async def _announce_alive(self) -> None:
+        while True:
+            busy = self.current.lease.submission_id if self.current else None
+            try:
+                await self.transport.runner_heartbeat(busy)
+            except KzError as exc:
+                log.warning("runner heartbeat failed: %s", exc.message)
+            await asyncio.sleep(self.options.heartbeat_s)
 
     async def _watch_stop(self, task: _Task, stop: asyncio.Event) -> None:
         await stop.wait()

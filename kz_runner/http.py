@@ -109,6 +109,9 @@ class HttpTransport:
             },
         )
 
+    async def runner_heartbeat(self, busy_with: str | None) -> None:
+        """Nothing to send: the API counts claim polls and task heartbeats as signs of life."""
+
     async def hand_back(self, lease: Lease) -> None:
         await self._post(
             "/api/runner/heartbeat",

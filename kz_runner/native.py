@@ -20,6 +20,8 @@ from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
 from kz_events.eventlog import EventLog
 from kz_events.events import (
     EventMeta,
+    RunnerDeregistered,
+    RunnerHeartbeat,
     RunnerRegistered,
     SubmissionSubmitted,
     TaskHeartbeat,
@@ -194,6 +196,21 @@ class NativeTransport:
             break
         await lease.handle.ack()
 
+    async def runner_heartbeat(self, busy_with: str | None) -> None:
+        assert self.info is not None
+        meta = _meta(self.info.runner_id)
+        await self.log.publish_live(
+            RunnerHeartbeat(
+                event_id=meta.event_id,
+                occurred_at=meta.occurred_at,
+                actor=meta.actor,
+                runner_id=self.info.runner_id,
+                arches=list(self.info.arches),
+                device=self.info.device,
+                busy_with=busy_with,
+            )
+        )
+
     async def hand_back(self, lease: Lease) -> None:
         await lease.handle.nak()
 
@@ -201,3 +218,15 @@ class NativeTransport:
         for sub in self._subs:
             await sub.unsubscribe()
         self._subs.clear()
+        if self.info is not None and self.log.connected:
+            meta = _meta(self.info.runner_id)
+            await self.log.append(
+                RunnerDeregistered(
+                    event_id=meta.event_id,
+                    occurred_at=meta.occurred_at,
+                    actor=meta.actor,
+                    runner_id=self.info.runner_id,
+                    arches=list(self.info.arches),
+                    reason="stopped",
+                )
+            )

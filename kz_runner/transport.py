@@ -66,6 +66,9 @@ class Transport(Protocol):
     async def report(self, lease: Lease, report: Report) -> None:
         """Store the log, append the result and finish the claim."""
 
+    async def runner_heartbeat(self, busy_with: str | None) -> None:
+        """Say this runner is alive (and what it works on) between and during tasks."""
+
     async def hand_back(self, lease: Lease) -> None:
         """Give the task up at once so another runner takes it."""
 

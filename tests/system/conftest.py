@@ -12,9 +12,9 @@ from system_stack import Stack
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
-    None, Any, Any
-]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, Any]:
     """Keep each phase's report on the item, so fixtures can see whether the test failed."""
     report = yield
     setattr(item, f"report_{report.when}", report)
@@ -22,9 +22,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture
-def make_stack(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[Callable[..., Stack]]:
+def make_stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., Stack]]:
     """Start stacks under the test's tmp dir; on failure print each process's log tail."""
     stacks: list[Stack] = []
 

@@ -30,7 +30,9 @@ __all__ = [
     "LogState",
     "RawAnswer",
     "log_state",
+    "parse_answer",
     "raw_request",
+    "read_all",
     "tarball",
 ]
 
@@ -82,12 +84,22 @@ class ApiProcess:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def scratch(self) -> Path:
+        """The API process's temporary directory (TMPDIR): uploads land here while checked."""
+        return self.tmp / "scratch"
+
+    def leftovers(self) -> list[str]:
+        """What the API left in its temporary directory."""
+        return sorted(p.name for p in self.scratch.iterdir())
+
+    @property
     def log_path(self) -> Path:
         return self.tmp / "api.log"
 
     def start(self) -> ApiProcess:
         self.nats.start()
         self.port = free_port()
+        self.scratch.mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
             "KZ_NATS_URL": self.nats.url,
@@ -98,6 +110,7 @@ class ApiProcess:
             "KZ_RUNNER_KEYS_JSON": f'{{"{RUNNER_KEY}": ["cpu"]}}',
             "KZ_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),
             "KZ_LEASE_SECRET": "hostile-test-lease-secret-0123456789",
+            "TMPDIR": str(self.scratch),
         }
         with self.log_path.open("wb") as sink:
             self.proc = subprocess.Popen(
@@ -204,12 +217,26 @@ def _dechunk(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _complete(data: bytes) -> bool:
+    """Whether `data` holds a whole answer (head plus the body its framing announces)."""
+    head, found, body = data.partition(b"\r\n\r\n")
+    if not found:
+        return False
+    lowered = head.lower()
+    if b"transfer-encoding: chunked" in lowered:
+        return body.endswith(b"0\r\n\r\n")
+    for line in lowered.split(b"\r\n"):
+        if line.startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
+
+
 async def read_all(reader: asyncio.StreamReader, timeout_s: float) -> bytes:
-    """Everything the server sends until it closes (or `timeout_s` passes)."""
+    """One whole answer, or everything until the server closes (or `timeout_s` passes)."""
     chunks = bytearray()
     try:
         async with asyncio.timeout(timeout_s):
-            while chunk := await reader.read(65536):
+            while not _complete(bytes(chunks)) and (chunk := await reader.read(65536)):
                 chunks += chunk
     except (TimeoutError, ConnectionResetError):
         pass

@@ -47,7 +47,9 @@ class LogFacts:
     last_seq: int = 0
     submitted: dict[str, SubmissionSubmitted] = field(default_factory=dict)
     accepted: dict[str, int] = field(default_factory=dict)  # submission id -> seq
-    committed: dict[str, list[SubmissionCommitted]] = field(default_factory=lambda: defaultdict(list))
+    committed: dict[str, list[SubmissionCommitted]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     types: Counter[str] = field(default_factory=Counter)
     digests_present: set[str] = field(default_factory=set)
 
@@ -243,8 +245,9 @@ def summary_table(
     deviations: Counter[str],
 ) -> str:
     """A Markdown summary: final states per asked verdict, faults, durations, latencies."""
-    rows = Counter((r.plan.verdict.split(":")[0], r.status or f"refused {r.http_status}")
-                   for r in records)
+    rows = Counter(
+        (r.plan.verdict.split(":")[0], r.status or f"refused {r.http_status}") for r in records
+    )
     lines = [f"### {title}", "", "| package asked | final state | count |", "|---|---|---:|"]
     lines += [f"| {v} | {s} | {n} |" for (v, s), n in sorted(rows.items())]
     finals = Counter(r.status or "refused" for r in records)
@@ -274,9 +277,6 @@ def summary_table(
 def timed(fn: Any, *args: Any, **kw: Any) -> tuple[Any, float]:
     start = time.monotonic()
     return fn(*args, **kw), time.monotonic() - start
-
-
-
 
 
 def stream_replicas(stack: Stack) -> dict[str, int]:

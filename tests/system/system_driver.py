@@ -194,8 +194,9 @@ class FaultInjector:
             sig = signal.SIGTERM if n % 2 == 0 else signal.SIGKILL
             plan.append((at, f"projector restart ({sig.name})", self._restart("projector", sig)))
         if self.api_at is not None:
-            plan.append((self.api_at, "api-1 restart (SIGTERM)",
-                         self._restart("api-1", signal.SIGTERM)))
+            plan.append(
+                (self.api_at, "api-1 restart (SIGTERM)", self._restart("api-1", signal.SIGTERM))
+            )
         if self.nats_at is not None:
             plan.append((self.nats_at, "nats stream leader killed", self._kill_leader))
         return sorted(plan, key=lambda item: item[0])

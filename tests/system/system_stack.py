@@ -174,7 +174,9 @@ class RoundRobin:
             start = next(self._next) % len(self._clients)
         return self._clients[start:] + self._clients[:start]
 
-    def request(self, method: str, path: str, *, retry_s: float = 60.0, **kw: Any) -> httpx.Response:
+    def request(
+        self, method: str, path: str, *, retry_s: float = 60.0, **kw: Any
+    ) -> httpx.Response:
         headers = kw.get("headers") or {}
         repeatable = method == "GET" or "Idempotency-Key" in headers
         deadline = time.monotonic() + retry_s
@@ -371,6 +373,7 @@ class Stack:
 
     def wait_runners(self, count: int, timeout_s: float) -> None:
         """Wait until the API knows `count` runners (each registers when it starts)."""
+
         def registered() -> bool:
             for name, proc in self.procs.items():
                 if name.startswith("runner") and not proc.alive:
@@ -396,8 +399,12 @@ class Stack:
         )
 
     def tails(self, lines: int = 30) -> str:
-        parts = [f"--- {name} (alive={p.alive}) ---\n{p.tail(lines)}" for name, p in self.procs.items()]
-        for log in sorted((self.root / "nats").rglob("*.log")) if (self.root / "nats").exists() else []:
+        parts = [
+            f"--- {name} (alive={p.alive}) ---\n{p.tail(lines)}" for name, p in self.procs.items()
+        ]
+        for log in (
+            sorted((self.root / "nats").rglob("*.log")) if (self.root / "nats").exists() else []
+        ):
             text = log.read_text(errors="replace").splitlines()[-10:]
             parts.append(f"--- {log.name} ---\n" + "\n".join(text))
         return "\n".join(parts)

@@ -51,7 +51,10 @@ def test_pipeline_survives_losing_the_stream_leader(
     started = time.monotonic()
     stack = make_stack(cluster=True, runners=STUB_RUNNERS)
     assert stream_replicas(stack) == {
-        "KZ_EVENTS": 3, "KZ_LIVE": 3, "OBJ_KZ_PACKAGES": 3, "OBJ_KZ_LOGS": 3
+        "KZ_EVENTS": 3,
+        "KZ_LIVE": 3,
+        "OBJ_KZ_PACKAGES": 3,
+        "OBJ_KZ_LOGS": 3,
     }
     leader_before = stream_leader(stack)
     plans = cluster_plans(200)
@@ -73,9 +76,13 @@ def test_pipeline_survives_losing_the_stream_leader(
         "whole test": time.monotonic() - started,
     }
     print(
-        "\n" + summary_table(
-            "cluster pipeline, KZ_EVENTS leader killed", records, injector.faults,
-            durations, figures["deviations"]
+        "\n"
+        + summary_table(
+            "cluster pipeline, KZ_EVENTS leader killed",
+            records,
+            injector.faults,
+            durations,
+            figures["deviations"],
         )
     )
     print("\n".join(injector.log))

@@ -91,22 +91,22 @@ class Problems:
 
 
 def _watch(page: Any, problems: Problems) -> None:
-    page.on("console", lambda m: m.type == "error" and problems.items.append(f"console: {m.text}"))
-    page.on("pageerror", lambda e: problems.items.append(f"pageerror: {e}"))
-    page.on(
-        "response",
-        lambda r: (
-            (r.status >= 300 and r.status != 304)
-            and problems.items.append(f"HTTP {r.status} {r.url}")
-        ),
-    )
-    page.on(
-        "requestfailed",
-        lambda r: (
-            "ERR_ABORTED" not in (r.failure or "")
-            and problems.items.append(f"failed {r.url}: {r.failure}")
-        ),
-    )
+    def console(message: Any) -> None:
+        if message.type == "error":
+            problems.items.append(f"console: {message.text}")
+
+    def response(answer: Any) -> None:
+        if answer.status >= 300 and answer.status != 304:
+            problems.items.append(f"HTTP {answer.status} {answer.url}")
+
+    def failed(request: Any) -> None:
+        if "ERR_ABORTED" not in (request.failure or ""):
+            problems.items.append(f"failed {request.url}: {request.failure}")
+
+    page.on("console", console)
+    page.on("pageerror", lambda error: problems.items.append(f"pageerror: {error}"))
+    page.on("response", response)
+    page.on("requestfailed", failed)
 
 
 @pytest.fixture
@@ -155,6 +155,7 @@ def shot(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     def save(page: Any, name: str, full_page: bool = False) -> Path:
         path = folder / name
+        page.evaluate("window.scrollTo(0, 0)")
         page.screenshot(path=str(path), full_page=full_page)
         return path
 

@@ -41,11 +41,11 @@ function withQuery(path, query) {
   return qs ? `${path}?${qs}` : path;
 }
 
-async function request(path, { query, signal, headers = {}, as = 'json', cache = 'default' } = {}) {
+async function request(path, { query, signal, headers = {}, as = 'json', cache = 'default', early = null } = {}) {
   const url = withQuery(path, query);
   let response;
   try {
-    response = await fetch(url, { signal, cache, headers: { Accept: as === 'json' ? 'application/json' : '*/*', ...headers } });
+    response = await (early ?? fetch(url, { signal, cache, headers: { Accept: as === 'json' ? 'application/json' : '*/*', ...headers } }));
   } catch (exc) {
     if (exc?.name === 'AbortError') throw exc;
     throw new ApiError({ message: `Could not reach the API (${url}): ${exc?.message ?? exc}.`, url });
@@ -53,6 +53,13 @@ async function request(path, { query, signal, headers = {}, as = 'json', cache =
   if (!response.ok) throw await errorFrom(response, url);
   if (response.status === 204) return null;
   return as === 'json' ? response.json() : response.text();
+}
+
+/** The index request index.html started before the modules loaded, once. */
+function takeEarlyIndex() {
+  const early = globalThis.kzIndexRequest ?? null;
+  if (early) globalThis.kzIndexRequest = null;
+  return early;
 }
 
 /** The submitter id the page sends where the API asks for one (open mode). */
@@ -70,7 +77,7 @@ export function kernelPath(id) {
 
 /** The endpoints the UI reads. Every function takes an optional AbortSignal. */
 export const api = {
-  index: (at, signal) => request('/api/index.json', { query: { at }, signal, cache: at ? 'default' : 'no-cache' }),
+  index: (at, signal) => request('/api/index.json', { query: { at }, signal, cache: at ? 'default' : 'no-cache', early: at ? null : takeEarlyIndex() }),
   kernel: (id, signal) => request(`/api/kernels/${kernelPath(id)}`, { signal }),
   benchHistory: (id, signal) => request(`/api/kernels/${kernelPath(id)}/bench-history`, { signal }),
   submissions: (query, signal) => request('/api/submissions', { query, signal }),

@@ -7,6 +7,8 @@ import asyncio
 import json
 import time
 import urllib.request
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import nats
 import nats.errors
@@ -20,6 +22,8 @@ from kz_events.cluster import LocalCluster
 from kz_events.subjects import EVENTS_STREAM, EVENTS_SUBJECTS
 
 pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
 
 RETRYABLE = (
     nats.errors.TimeoutError,
@@ -50,9 +54,26 @@ async def publish_once(js: JetStreamContext, subject: str, body: bytes, msg_id: 
             await asyncio.sleep(0.1)
 
 
+async def until_answered(call: Callable[[], Awaitable[T]]) -> T:
+    """Retry a JetStream API call while the cluster elects new leaders (bounded: 30 s)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return await call()
+        except RETRYABLE:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
 async def read_all(js: JetStreamContext, expected: int) -> list[tuple[int, str, bytes]]:
-    sub = await js.subscribe(
-        EVENTS_SUBJECTS, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+    sub = await until_answered(
+        lambda: js.subscribe(
+            EVENTS_SUBJECTS,
+            stream=EVENTS_STREAM,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.ALL,
+        )
     )
     try:
         got = []
@@ -134,7 +155,7 @@ async def test_r3_stream_keeps_every_acknowledged_event_when_its_leader_dies(
         for i in range(before, before + after):
             await publish_once(js, *event(i))
 
-        info = await js.stream_info(EVENTS_STREAM)
+        info = await until_answered(lambda: js.stream_info(EVENTS_STREAM))
         assert info.cluster is not None
         assert info.cluster.leader != cluster.servers[victim].server_name
         assert info.state.messages == before + after

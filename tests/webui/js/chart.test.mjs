@@ -50,7 +50,7 @@ test('results seconds apart get second ticks labelled with seconds', () => {
   assert.ok(ticks.every((t) => /^\d\d:\d\d:\d\d$/.test(t.label)), JSON.stringify(ticks));
   assert.equal(timeLabel(Date.parse('2026-11-30T04:45:48Z'), 1000), '04:45:48');
   const close = chartModel([{ value: 2, at: '2026-11-30T04:54:09.1Z' }, { value: 1, at: '2026-11-30T04:54:09.8Z' }], { width: 800 });
-  assert.deepEqual(close.xTicks.map((t) => t.label), ['04:54:09', '04:54:09']);
+  assert.deepEqual(close.xTicks.map((t) => t.label), ['04:54:09.1', '04:54:09.8']);
 });
 
 test('withFrontier marks new bests in the metric direction, in time order', () => {

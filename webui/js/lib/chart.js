@@ -71,6 +71,7 @@ export function timeTicks(t0, t1, count = 5) {
 /** A UTC label with the precision a step needs: "14:30:05", "14:30" (midnight shows the date), "Mar 04", "2025-03". */
 export function timeLabel(t, step) {
   const iso = new Date(t).toISOString();
+  if (step < SEC) return iso.slice(11, 21);
   if (step < MIN && t % DAY !== 0) return iso.slice(11, 19);
   if (step < DAY && t % DAY !== 0) return iso.slice(11, 16);
   if (step < 30 * DAY) return `${MONTHS[Number(iso.slice(5, 7)) - 1]} ${iso.slice(8, 10)}`;
@@ -118,7 +119,7 @@ export function chartModel(history, { width = 720, height = 260, better = 'lower
   const yTicks = niceTicks(v0, v1, 5).map((v) => ({ v, y: y(v), label: formatNumber(v) }));
   let ticks = timeTicks(t0 - pad, t1 + pad, Math.max(2, Math.floor(width / 140)));
   // Results under a second apart: label the first and the last instead of no round time.
-  if (ticks.length < 2 && ts.length) ticks = [...new Set([Math.min(...ts), Math.max(...ts)])].map((t) => ({ t, label: timeLabel(t, SEC) }));
+  if (ticks.length < 2 && ts.length) ticks = [...new Set([Math.min(...ts), Math.max(...ts)])].map((t) => ({ t, label: timeLabel(t, 100) }));
   const xTicks = ticks.map((tick) => ({ ...tick, x: x(tick.t) }));
   const placed = points.map((p) => ({ ...p, cx: x(p.t), cy: y(p.shown) }));
   const shownY = (v) => y(v * multiplier);
