@@ -4,12 +4,14 @@ the read models to see the append (so a client reads its own writes).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import UTC, datetime
 
 from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.readmodel import SubmissionView
+from kz_events.errors import LogUnavailable
 from kz_events.events import Event, EventMeta
 from kz_events.ids import KernelId, parse_submission_id
 from kz_events.lifecycle import SubmissionState, fold
@@ -17,6 +19,7 @@ from kz_events.subjects import aggregate_filter
 
 __all__ = [
     "append_seen",
+    "current_submission_view",
     "load_submission",
     "new_meta",
     "submission_view",
@@ -41,6 +44,16 @@ def submission_view(ctx: ApiContext, submission_id: str) -> SubmissionView:
     if view is None:
         raise ApiError(404, "unknown_submission", f"no submission {sid}")
     return view
+
+
+async def current_submission_view(ctx: ApiContext, submission_id: str) -> SubmissionView:
+    """Like `submission_view`, but an id this replica does not know yet is looked up again
+    once its fold has caught up with the log: another replica may have just taken it."""
+    sid = parse_submission_id(submission_id)
+    if sid not in ctx.models.submissions:
+        with contextlib.suppress(LogUnavailable):
+            await ctx.models.wait_seq(await ctx.log.last_seq(), READ_YOUR_WRITES_S)
+    return submission_view(ctx, sid)
 
 
 async def load_submission(ctx: ApiContext, view: SubmissionView) -> tuple[SubmissionState, str]:

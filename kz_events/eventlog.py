@@ -89,7 +89,9 @@ class LogOptions:
     replicas: int = 1
     dedup_window_s: float = 120.0
     live_max_age_s: float = 600.0
-    retry_attempts: int = 6
+    # Time, not the count, bounds the retries: a cluster electing a stream leader answers
+    # "no responders" at once for a few seconds, which would use up a small count.
+    retry_attempts: int = 40
     retry_total_s: float = 30.0
     retry_fast: bool = False  # zero waits, for tests
     request_timeout_s: float = 5.0
@@ -333,29 +335,63 @@ class EventLog:
         from_seq: int = 1,
         *,
         stream: str = EVENTS_STREAM,
+        stall_check_s: float = 5.0,
     ) -> AsyncIterator[Stored]:
-        """Follow the log from `from_seq` forever (an ordered consumer); cancel to stop."""
-        queue: asyncio.Queue[Msg] = asyncio.Queue(maxsize=10_000)
+        """Follow the log from `from_seq` forever (an ordered consumer); cancel to stop.
 
+        When nothing arrives for `stall_check_s` while the stream holds a later matching
+        event, the consumer is replaced from the next sequence: an ordered consumer made on
+        a node that is rejoining a cluster can stay silent, heartbeats and all.
+        """
+        next_seq = max(1, from_seq)
+        while True:
+            queue: asyncio.Queue[Msg] = asyncio.Queue(maxsize=10_000)
+            sub = await self._follow(queue, subject_filter, stream, next_seq)
+            try:
+                while True:
+                    try:
+                        msg = await asyncio.wait_for(queue.get(), stall_check_s)
+                    except TimeoutError:
+                        if await self._has_after(stream, subject_filter, next_seq):
+                            log.warning("event log: follower stalled at %d; resubscribe", next_seq)
+                            break
+                        continue
+                    seq = int(msg.metadata.sequence.stream)
+                    if seq < next_seq:
+                        continue  # redelivered after the client library reset its consumer
+                    next_seq = seq + 1
+                    yield seq, checked_event(msg.subject, msg.data)
+            finally:
+                with contextlib.suppress(*TRANSIENT, nats.errors.BadSubscriptionError):
+                    await sub.unsubscribe()
+
+    async def _follow(
+        self, queue: asyncio.Queue[Msg], subject_filter: str, stream: str, from_seq: int
+    ) -> Any:
         async def on_msg(msg: Msg) -> None:
             await queue.put(msg)
 
-        sub = await self._retry(
+        return await self._retry(
             lambda: self.js.subscribe(
                 subject_filter,
                 stream=stream,
                 ordered_consumer=True,
                 deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                config=ConsumerConfig(opt_start_seq=max(1, from_seq)),
+                config=ConsumerConfig(opt_start_seq=from_seq),
                 cb=on_msg,
             )
         )
+
+    async def _has_after(self, stream: str, subject_filter: str, seq: int) -> bool:
+        """Whether the stream holds an event on `subject_filter` at or after `seq`."""
+        get = functools.partial(self.js.get_msg, stream, seq=seq, subject=subject_filter, next=True)
         try:
-            while True:
-                msg = await queue.get()
-                yield int(msg.metadata.sequence.stream), checked_event(msg.subject, msg.data)
-        finally:
-            await sub.unsubscribe()
+            await self._retry(get)
+        except nats.js.errors.NotFoundError:
+            return False
+        except LogUnavailable:
+            return False  # the follower's own reconnects will tell; check again later
+        return True
 
     # --- the per-architecture task consumer ---------------------------------------------
 
@@ -432,7 +468,7 @@ class EventLog:
         if start is not None:
             sink.seek(start)
             sink.truncate()
-        timeout = max(20.0, 4 * self.options.request_timeout_s)
+        timeout = max(10.0, 2 * self.options.request_timeout_s)
         return await asyncio.wait_for(store.get(key, writeinto=sink), timeout)  # type: ignore[arg-type]
 
     async def get_object_bytes(self, bucket: str, key: str) -> bytes:

@@ -10,7 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from yaml.events import AliasEvent, CollectionStartEvent, NodeEvent, ScalarEvent
+from yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    NodeEvent,
+    ScalarEvent,
+)
 from yaml.nodes import MappingNode, Node
 
 from kz_package.errors import INVALID_PACKAGE, PACKAGE_TOO_LARGE, PackageError
@@ -30,7 +36,27 @@ class _YamlRefused(Exception):
         self.line = line
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictMappings:
+    """Mapping construction that refuses non-string and duplicate keys."""
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise _YamlRefused(
+                    f"mapping keys must be strings, got {type(key).__name__} {key!r} (quote it)",
+                    line,
+                )
+            if key in seen:
+                raise _YamlRefused(f"duplicate key {key!r}", line)
+            seen.add(key)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        return mapping
+
+
+class _StrictLoader(_StrictMappings, yaml.SafeLoader):
     max_depth = 64
 
     yaml_implicit_resolvers = {
@@ -61,20 +87,58 @@ class _StrictLoader(yaml.SafeLoader):
             if isinstance(event, CollectionStartEvent):
                 self._depth -= 1
 
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            if not isinstance(key, str):
-                raise _YamlRefused(
-                    f"mapping keys must be strings, got {type(key).__name__} {key!r} (quote it)",
-                    line,
-                )
-            if key in seen:
-                raise _YamlRefused(f"duplicate key {key!r}", line)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+
+class _FastStrictLoader(_StrictMappings, yaml.CSafeLoader):
+    """libyaml's parser and composer with the strict constructor: used after `_prescan`."""
+
+    yaml_implicit_resolvers = _StrictLoader.yaml_implicit_resolvers
+
+
+def _prescan(text: str, max_depth: int) -> None:
+    """Refuse anchors, aliases, tags and deep nesting from libyaml's event stream."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        line = event.start_mark.line + 1 if event.start_mark else 0
+        if isinstance(event, AliasEvent):
+            raise _YamlRefused(f"aliases are not allowed (found *{event.anchor})", line)
+        if isinstance(event, NodeEvent) and event.anchor is not None:
+            raise _YamlRefused(f"anchors are not allowed (found &{event.anchor})", line)
+        if isinstance(event, ScalarEvent | CollectionStartEvent) and event.tag is not None:
+            raise _YamlRefused(f"explicit tags are not allowed (found {event.tag})", line)
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > max_depth:
+                raise _YamlRefused(f"nesting deeper than {max_depth} levels", line)
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+
+
+def _load(text: str, max_depth: int) -> Any:
+    """One document of plain data: libyaml when present (fast), else the pure-Python loader.
+
+    A document libyaml refuses as malformed is parsed again by the pure loader, so the
+    messages people see do not depend on whether libyaml is installed.
+    """
+    if FAST:
+        try:
+            _prescan(text, max_depth)
+        except yaml.MarkedYAMLError:
+            pass  # let the pure loader find and word the syntax error
+        else:
+            fast = _FastStrictLoader(text)
+            try:
+                return fast.get_single_data()
+            finally:
+                fast.dispose()
+    loader = _StrictLoader(text)
+    loader.max_depth = max_depth
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+FAST = bool(getattr(yaml, "__with_libyaml__", False))
 
 
 def _decode(data: bytes | str, path: str) -> str:
@@ -93,13 +157,14 @@ def load_yaml(data: bytes | str, *, path: str, limits: Limits = Limits()) -> Any
     size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
     if size > limits.max_yaml_bytes:
         raise PackageError.one(
-            PACKAGE_TOO_LARGE, path, "",
+            PACKAGE_TOO_LARGE,
+            path,
+            "",
             f"YAML file must be at most {limits.max_yaml_bytes} bytes, got {size}",
         )
-    loader = _StrictLoader(_decode(data, path))
-    loader.max_depth = limits.max_yaml_depth
+    text = _decode(data, path)
     try:
-        return loader.get_single_data()
+        return _load(text, limits.max_yaml_depth)
     except _YamlRefused as exc:
         raise PackageError.one(
             INVALID_PACKAGE, path, "", f"line {exc.line}: {exc.message}"
@@ -111,5 +176,3 @@ def load_yaml(data: bytes | str, *, path: str, limits: Limits = Limits()) -> Any
         ) from None
     except yaml.YAMLError as exc:
         raise PackageError.one(INVALID_PACKAGE, path, "", f"not valid YAML: {exc}") from None
-    finally:
-        loader.dispose()

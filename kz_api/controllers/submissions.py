@@ -22,7 +22,13 @@ from kz_api.models import (
     SubmitAnswer,
 )
 from kz_api.openapi import errors, multipart_operation
-from kz_api.service import append_seen, load_submission, new_meta, submission_view
+from kz_api.service import (
+    append_seen,
+    current_submission_view,
+    load_submission,
+    new_meta,
+    submission_view,
+)
 from kz_api.submit import accept_submission
 from kz_api.upload import receive_upload
 from kz_api.views import detail_doc, status_doc
@@ -101,7 +107,7 @@ class SubmissionsController(Controller):
 
     @get("/{submission_id:str}", responses=errors(404), summary="Submission detail")
     async def detail(self, ctx: Ctx, submission_id: FromPath[str]) -> SubmissionDetail:
-        return detail_doc(submission_view(ctx, submission_id), ctx.models)
+        return detail_doc(await current_submission_view(ctx, submission_id), ctx.models)
 
     @get(
         "/{submission_id:str}/status",
@@ -116,7 +122,7 @@ class SubmissionsController(Controller):
         since: Annotated[int | None, QueryParameter(ge=0)] = None,
         timeout: Annotated[float | None, QueryParameter(ge=0, le=MAX_LONGPOLL_S)] = None,
     ) -> StatusDoc:
-        view = submission_view(ctx, submission_id)
+        view = await current_submission_view(ctx, submission_id)
         if since is not None and view.state.version <= since:
             wait_s = ctx.settings.longpoll_timeout_s if timeout is None else timeout
             await ctx.models.wait_change(view.id, since, min(wait_s, MAX_LONGPOLL_S))
