@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kz_package import PackageError, load_yaml
-from kz_package import yaml_safe
+from kz_package import PackageError, load_yaml, yaml_safe
 
 pytestmark = pytest.mark.unit
 
