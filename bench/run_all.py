@@ -324,7 +324,7 @@ def machine() -> dict[str, str]:
     try:
         nats = subprocess.run(
             [str(find_server_binary()), "--version"], capture_output=True, text=True, check=False
-        ).stdout.strip()
+        ).stdout.strip().removeprefix("nats-server: ")
     except (KzError, OSError) as exc:
         nats = f"unknown ({exc})"
     mem_kb = _first("/proc/meminfo", "MemTotal").split()[0]

@@ -126,6 +126,10 @@ def _body_of(exc: Exception) -> tuple[int, ErrorBody]:
         return status, ErrorBody(code=exc.code, message=exc.message, details=details)
     if isinstance(exc, HTTPException):
         return _from_http(exc)
+    if isinstance(exc, RecursionError):
+        # A body nested deeper than the decoder can follow is bad input, not a server fault.
+        message = "the request body is nested too deeply to decode"
+        return 400, ErrorBody(code="invalid_input", message=message, details={})
     log.exception("unexpected error while answering a request", exc_info=exc)
     return 500, ErrorBody(code="internal_error", message="the server hit an unexpected error")
 

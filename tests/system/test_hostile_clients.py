@@ -225,11 +225,6 @@ async def test_malformed_json_and_multipart_get_the_envelope(
             assert envelope(resp)["code"] != "internal_error", why
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: msgspec's RecursionError on deeply nested JSON reaches the catch-all "
-    "handler of kz_api/errors.py and answers 500 internal_error instead of 400",
-)
 async def test_deeply_nested_json_is_refused_as_invalid_input(api: ApiProcess) -> None:
     """A JSON body nested 100,000 deep is refused with a 400 envelope, not a server error."""
     body = b"[" * 100_000 + b"]" * 100_000
