@@ -5,6 +5,8 @@ the object store and `submitted` is appended. A refused request leaves no event 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -14,14 +16,22 @@ from kz_api.auth import Submitter
 from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.models import SubmitAnswer
-from kz_api.service import append_seen, new_meta, utcnow
+from kz_api.service import READ_YOUR_WRITES_S, append_seen, new_meta, utcnow
 from kz_api.upload import Upload
 from kz_api.views import status_doc
-from kz_events.errors import ObjectNotFound
+from kz_events.errors import LogUnavailable, ObjectNotFound
 from kz_events.ids import KernelId, new_submission_id
 from kz_events.lifecycle import SubmissionState, Submit, decide
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
-from kz_package import Limits, unpack_tarball, validate_package_dir
+from kz_package import (
+    MIB,
+    Limits,
+    MemoryBudgetExceeded,
+    read_package,
+    unpack_tarball,
+    validate_package_dir,
+    validate_package_files,
+)
 from kz_package.judge import judge_changes
 
 __all__ = ["accept_submission", "answer_for", "check_form"]
@@ -91,10 +101,14 @@ def _check_admission(
         )
 
 
-def _validate_and_judge(
+# Uploads up to this size are checked in memory; an unpacked tree past the cap goes to disk.
+MEMORY_UPLOAD_BYTES = 1 * MIB
+MEMORY_UNPACKED_BYTES = 16 * MIB
+
+
+def _validate_on_disk(
     tarball: Path, kernel_id: KernelId, judge: bytes | None, work: Path, limits: Limits
 ) -> list[str]:
-    """Validate the package (raises PackageError); the judge parts it changes."""
     root = work / "submitted"
     unpack_tarball(tarball, root, limits)
     validate_package_dir(root, expected_kernel_id=kernel_id, limits=limits)
@@ -106,11 +120,47 @@ def _validate_and_judge(
     return judge_changes(current, root)
 
 
+def _validate_in_memory(
+    tarball: Path, kernel_id: KernelId, judge: bytes | None, limits: Limits
+) -> list[str]:
+    submitted = read_package(tarball, limits, max_memory_bytes=MEMORY_UNPACKED_BYTES)
+    validate_package_files(submitted, expected_kernel_id=kernel_id, limits=limits)
+    if judge is None:
+        return []
+    return judge_changes(read_package(judge, Limits()), submitted)
+
+
+def _validate_and_judge(
+    tarball: Path, size: int, kernel_id: KernelId, judge: bytes | None, limits: Limits
+) -> list[str]:
+    """Validate the package (raises PackageError); the judge parts it changes.
+
+    Small uploads are read in memory with the same checks and messages; large ones, and any
+    whose files outgrow the memory cap, are unpacked to a temporary directory.
+    """
+    if size <= MEMORY_UPLOAD_BYTES:
+        with contextlib.suppress(MemoryBudgetExceeded):
+            return _validate_in_memory(tarball, kernel_id, judge, limits)
+    with tempfile.TemporaryDirectory(prefix="kz-submit-") as tmp:
+        return _validate_on_disk(tarball, kernel_id, judge, Path(tmp), limits)
+
+
 async def _judge_bundle(ctx: ApiContext, kernel_id: KernelId) -> bytes | None:
     try:
         return await ctx.log.get_object_bytes(PACKAGES_BUCKET, judge_key(str(kernel_id)))
     except ObjectNotFound:
         return None
+
+
+async def _earlier_try(ctx: ApiContext, key: tuple[str, str]) -> str | None:
+    """The submission an earlier try with this Idempotency-Key made, if any. A retry may reach
+    this replica before its fold saw the first try's event, so catch up with the log first."""
+    sid = ctx.models.idempotency.get(key)
+    if sid is None:
+        with contextlib.suppress(LogUnavailable):
+            await ctx.models.wait_seq(await ctx.log.last_seq(), READ_YOUR_WRITES_S)
+        sid = ctx.models.idempotency.get(key)
+    return sid
 
 
 async def accept_submission(
@@ -123,15 +173,14 @@ async def accept_submission(
     locks = ctx.idempotency_locks
     lock = locks.setdefault(lock_key, asyncio.Lock()) if idempotency_key else asyncio.Lock()
     async with lock:
-        if idempotency_key and (sid := ctx.models.idempotency.get(lock_key)):
+        if idempotency_key and (sid := await _earlier_try(ctx, lock_key)):
             return answer_for(ctx, sid)
         _check_admission(ctx, kernel_id, submitter, upload.sha256)
         judge = await _judge_bundle(ctx, kernel_id)
         limits = Limits(max_compressed_bytes=ctx.settings.max_upload_bytes)
-        with tempfile.TemporaryDirectory(prefix="kz-submit-") as tmp:
-            changed = await anyio.to_thread.run_sync(
-                _validate_and_judge, upload.path, kernel_id, judge, Path(tmp), limits
-            )
+        changed = await anyio.to_thread.run_sync(
+            _validate_and_judge, upload.path, upload.size, kernel_id, judge, limits
+        )
         if changed and not submitter.maintainer:
             raise ApiError(
                 403,
@@ -168,5 +217,15 @@ async def _store_and_announce(
         max_attempts=ctx.settings.max_attempts,
     )
     events = decide(SubmissionState(), command)
-    await append_seen(ctx, events, expect=0, expect_on=None)
+    seq = await append_seen(ctx, events, expect=0, expect_on=None)
+    if sid not in ctx.models.submissions:
+        # Stored, but the fold lags (the log is changing leader): answer from the event.
+        return SubmitAnswer(
+            submission_id=sid,
+            kernel_id=str(kernel_id),
+            status="queued",
+            status_url=f"/api/submissions/{sid}/status",
+            version=seq,
+            new_kernel=command.new_kernel,
+        )
     return answer_for(ctx, sid)

@@ -62,6 +62,7 @@ async def run_runner(
     """Build a runner from settings and serve until SIGTERM/SIGINT (or `stop`)."""
     backend_settings = {"image": settings.runner_image} if backend_name == "docker" else {}
     backend = get_backend(backend_name, **backend_settings)
+    backend.check_available()  # a missing sandbox or engine stops start-up, before connecting
     info = RunnerInfo(
         runner_id=settings.runner_id or default_runner_id(),
         arches=arches,

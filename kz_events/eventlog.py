@@ -122,21 +122,31 @@ class EventLog:
         async def on_reconnect() -> None:
             log.warning("event log: reconnected to %s", url)
 
+        async def on_error(exc: Exception) -> None:
+            log.warning("event log: %s: %s", url, exc)  # one line, not a traceback per retry
+
         nc_box: list[Client] = []
+        connect_timeout_s = connect_kw.pop("connect_timeout_s", 15.0)
         try:
-            nc = await nats.connect(
-                servers=[part.strip() for part in url.split(",") if part.strip()],
-                name=name,
-                connect_timeout=2,
-                max_reconnect_attempts=connect_kw.pop("max_reconnect_attempts", 120),
-                reconnect_time_wait=connect_kw.pop("reconnect_time_wait", 0.5),
-                drain_timeout=connect_kw.pop("drain_timeout", 5),
-                disconnected_cb=on_disconnect,
-                reconnected_cb=on_reconnect,
-                **connect_kw,
+            nc = await asyncio.wait_for(
+                nats.connect(
+                    servers=[part.strip() for part in url.split(",") if part.strip()],
+                    name=name,
+                    connect_timeout=2,
+                    max_reconnect_attempts=connect_kw.pop("max_reconnect_attempts", 120),
+                    reconnect_time_wait=connect_kw.pop("reconnect_time_wait", 0.5),
+                    drain_timeout=connect_kw.pop("drain_timeout", 5),
+                    disconnected_cb=on_disconnect,
+                    reconnected_cb=on_reconnect,
+                    error_cb=on_error,
+                    **connect_kw,
+                ),
+                connect_timeout_s,
             )
         except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
-            raise LogUnavailable(f"cannot reach NATS at {url}: {exc}") from exc
+            raise LogUnavailable(
+                f"cannot reach NATS at {url} within {connect_timeout_s:.0f}s: {exc!r}"
+            ) from exc
         nc_box.append(nc)
         return cls(nc, options)
 
@@ -453,9 +463,7 @@ class EventLog:
         store = await self.bucket(bucket)
         start = sink.tell() if sink.seekable() else None
         try:
-            result = await self._retry(
-                functools.partial(self._get_once, store, key, sink, start)
-            )
+            result = await self._retry(functools.partial(self._get_once, store, key, sink, start))
         except nats.js.errors.ObjectNotFoundError as exc:
             raise ObjectNotFound(f"no object {key!r} in {bucket}") from exc
         return int(result.info.size or 0)

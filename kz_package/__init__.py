@@ -19,8 +19,19 @@ from kz_package.errors import (
 )
 from kz_package.judge import JUDGE_PARTS, judge_changes
 from kz_package.limits import MIB, Limits
+from kz_package.memread import (
+    MemoryBudgetExceeded,
+    PackageFiles,
+    read_package,
+    read_package_files,
+)
 from kz_package.model import PACKAGE_FILES, Desc, Metric, Package, Workload
-from kz_package.validate import validate_package_dir, validate_result_document, validate_tarball
+from kz_package.validate import (
+    validate_package_dir,
+    validate_package_files,
+    validate_result_document,
+    validate_tarball,
+)
 from kz_package.yaml_safe import load_yaml
 
 __all__ = [
@@ -35,17 +46,22 @@ __all__ = [
     "UNSAFE_ARCHIVE",
     "Desc",
     "Limits",
+    "MemoryBudgetExceeded",
     "Metric",
     "Package",
     "PackageError",
+    "PackageFiles",
     "Problem",
     "Workload",
     "judge_changes",
     "load_yaml",
     "pack_directory",
+    "read_package",
+    "read_package_files",
     "schemas",
     "unpack_tarball",
     "validate_package_dir",
+    "validate_package_files",
     "validate_result_document",
     "validate_tarball",
 ]

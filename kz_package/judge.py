@@ -11,6 +11,7 @@ from typing import Any
 
 from kz_package.archive import PACKAGE_DIR
 from kz_package.limits import Limits
+from kz_package.memread import PackageFiles
 from kz_package.yaml_safe import load_yaml
 
 __all__ = ["JUDGE_PARTS", "judge_changes"]
@@ -18,12 +19,14 @@ __all__ = ["JUDGE_PARTS", "judge_changes"]
 JUDGE_PARTS = ("benchmark.py", "build_test_env.py", "desc.yaml:metric")
 
 
-def _file_bytes(root: Path, name: str) -> bytes | None:
+def _file_bytes(root: Path | PackageFiles, name: str) -> bytes | None:
+    if isinstance(root, PackageFiles):
+        return root.data(f"{PACKAGE_DIR}/{name}")
     path = root / PACKAGE_DIR / name
     return path.read_bytes() if path.is_file() else None
 
 
-def _metric(root: Path) -> Any:
+def _metric(root: Path | PackageFiles) -> Any:
     data = _file_bytes(root, "desc.yaml")
     if data is None:
         return None
@@ -31,8 +34,10 @@ def _metric(root: Path) -> Any:
     return desc.get("metric") if isinstance(desc, dict) else None
 
 
-def judge_changes(current: Path, submitted: Path) -> list[str]:
-    """Names from JUDGE_PARTS that differ between two package roots (empty: judge unchanged).
+def judge_changes(current: Path | PackageFiles, submitted: Path | PackageFiles) -> list[str]:
+    """Names from JUDGE_PARTS that differ between two packages (empty: judge unchanged).
+
+    Each package is a root directory or a tree read into memory (`read_package`).
 
     Scripts compare byte for byte; the metric compares as data, so reformatting desc.yaml or
     editing its other fields is not a change. A missing file differs from a present one.

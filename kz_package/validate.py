@@ -15,7 +15,7 @@ import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import msgspec
 
@@ -33,10 +33,16 @@ from kz_package.errors import (
     Problem,
 )
 from kz_package.limits import Limits
+from kz_package.memread import PackageFiles
 from kz_package.model import PACKAGE_FILES, Desc, Package
 from kz_package.yaml_safe import load_yaml
 
-__all__ = ["validate_package_dir", "validate_result_document", "validate_tarball"]
+__all__ = [
+    "validate_package_dir",
+    "validate_package_files",
+    "validate_result_document",
+    "validate_tarball",
+]
 
 _CODE_ORDER = (UNSAFE_ARCHIVE, PACKAGE_TOO_LARGE, INVALID_PACKAGE, INVALID_KERNEL_ID)
 _DESC = f"{PACKAGE_DIR}/desc.yaml"
@@ -74,40 +80,94 @@ def _tree_problems(root: Path) -> Found:
     return found
 
 
-def _layout_problems(root: Path) -> Found:
-    meta = root / PACKAGE_DIR
-    if not meta.is_dir() or meta.is_symlink():
+class _Tree(Protocol):
+    """What the checks ask of a package tree: a directory on disk or a `PackageFiles`."""
+
+    def is_dir(self, rel: str) -> bool: ...
+    def is_file(self, rel: str) -> bool: ...
+    def exists(self, rel: str) -> bool: ...
+    def children(self, rel: str) -> set[str]: ...
+    def read(self, rel: str, limit: int) -> bytes | None: ...
+
+
+class _DiskTree:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def is_dir(self, rel: str) -> bool:
+        path = self.root / rel
+        return path.is_dir() and not path.is_symlink()
+
+    def is_file(self, rel: str) -> bool:
+        return (self.root / rel).is_file()
+
+    def exists(self, rel: str) -> bool:
+        path = self.root / rel
+        return path.exists() or path.is_symlink()
+
+    def children(self, rel: str) -> set[str]:
+        return {p.name for p in (self.root / rel).iterdir()}
+
+    def read(self, rel: str, limit: int) -> bytes | None:
+        path = self.root / rel
+        if not path.is_file() or path.is_symlink():
+            return None
+        with path.open("rb") as fh:
+            return fh.read(limit + 1)
+
+
+class _MemoryTree:
+    def __init__(self, package: PackageFiles) -> None:
+        self.package = package
+
+    def is_dir(self, rel: str) -> bool:
+        return rel in self.package.dirs
+
+    def is_file(self, rel: str) -> bool:
+        return rel in self.package.files
+
+    def exists(self, rel: str) -> bool:
+        return rel in self.package.files or rel in self.package.dirs
+
+    def children(self, rel: str) -> set[str]:
+        prefix = f"{rel}/"
+        keys = (*self.package.files, *self.package.dirs)
+        return {k[len(prefix):].split("/", 1)[0] for k in keys if k.startswith(prefix)}
+
+    def read(self, rel: str, limit: int) -> bytes | None:
+        data = self.package.data(rel)
+        return None if data is None else data[: limit + 1]
+
+
+def _layout_problems(tree: _Tree) -> Found:
+    if not tree.is_dir(PACKAGE_DIR):
         wanted = ", ".join(PACKAGE_FILES)
         msg = f"is required: a directory holding {wanted}"
         return [(INVALID_PACKAGE, Problem(PACKAGE_DIR, "", msg))]
     found: Found = []
     for name in PACKAGE_FILES:
-        path = meta / name
-        if not path.exists() and not path.is_symlink():
-            found.append((INVALID_PACKAGE, Problem(f"{PACKAGE_DIR}/{name}", "", "is required")))
-        elif not path.is_file():
+        rel = f"{PACKAGE_DIR}/{name}"
+        if not tree.exists(rel):
+            found.append((INVALID_PACKAGE, Problem(rel, "", "is required")))
+        elif not tree.is_file(rel):
             msg = "must be a regular file"
-            found.append((INVALID_PACKAGE, Problem(f"{PACKAGE_DIR}/{name}", "", msg)))
-    for extra in sorted({p.name for p in meta.iterdir()} - set(PACKAGE_FILES)):
+            found.append((INVALID_PACKAGE, Problem(rel, "", msg)))
+    for extra in sorted(tree.children(PACKAGE_DIR) - set(PACKAGE_FILES)):
         msg = f"unexpected entry; {PACKAGE_DIR}/ holds only {', '.join(PACKAGE_FILES)}"
         found.append((INVALID_PACKAGE, Problem(f"{PACKAGE_DIR}/{extra}", "", msg)))
     return found
 
 
-def _read(root: Path, rel: str, limit: int) -> tuple[bytes | None, Found]:
-    path = root / rel
-    if not path.is_file() or path.is_symlink():
-        return None, []
-    with path.open("rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:
+def _read(tree: _Tree, rel: str, limit: int) -> tuple[bytes | None, Found]:
+    data = tree.read(rel, limit)
+    if data is not None and len(data) > limit:
         msg = f"must be at most {limit} bytes, got more"
         return None, [(PACKAGE_TOO_LARGE, Problem(rel, "", msg))]
     return data, []
 
 
-def _load_mapping(root: Path, rel: str, schema: str, limits: Limits) -> tuple[Any, Found]:
-    data, found = _read(root, rel, limits.max_yaml_bytes)
+def _load_mapping(tree: _Tree, rel: str, schema: str, limits: Limits) -> tuple[Any, Found]:
+    data, found = _read(tree, rel, limits.max_yaml_bytes)
     if data is None:
         return None, found
     try:
@@ -156,10 +216,10 @@ def _bench_checks(bench: dict[str, Any], desc: Desc) -> Found:
     return found
 
 
-def _script_problems(root: Path, limits: Limits) -> Found:
+def _script_problems(tree: _Tree, limits: Limits) -> Found:
     found: Found = []
     for rel in _SCRIPTS:
-        data, read_found = _read(root, rel, limits.max_file_bytes)
+        data, read_found = _read(tree, rel, limits.max_file_bytes)
         found += read_found
         if data is None:
             continue
@@ -176,20 +236,17 @@ def _script_problems(root: Path, limits: Limits) -> Found:
     return found
 
 
-def validate_package_dir(
-    root: Path, *, expected_kernel_id: KernelId | None = None, limits: Limits = Limits()  # noqa: B008
+def _validate_tree(
+    tree: _Tree, found: Found, root: Path, expected: KernelId | None, limits: Limits
 ) -> Package:
-    """Check a package directory completely; return the typed Package or raise PackageError."""
-    if not root.is_dir():
-        raise PackageError.one(INVALID_PACKAGE, str(root), "", "package must be a directory")
-    found = _tree_problems(root) + _layout_problems(root)
-    desc_data, desc_found = _load_mapping(root, _DESC, "desc", limits)
-    bench, bench_found = _load_mapping(root, _BENCH, "bench_result", limits)
-    found += desc_found + bench_found + _script_problems(root, limits)
+    found = found + _layout_problems(tree)
+    desc_data, desc_found = _load_mapping(tree, _DESC, "desc", limits)
+    bench, bench_found = _load_mapping(tree, _BENCH, "bench_result", limits)
+    found += desc_found + bench_found + _script_problems(tree, limits)
     desc = Desc.from_data(desc_data) if desc_data is not None else None
     kernel_id = None
     if desc is not None:
-        kernel_id, id_found = _desc_checks(desc, expected_kernel_id)
+        kernel_id, id_found = _desc_checks(desc, expected)
         found += id_found
         if bench is not None:
             found += _bench_checks(bench, desc)
@@ -197,6 +254,26 @@ def validate_package_dir(
     assert desc is not None and kernel_id is not None  # no problems means both parsed
     empty = bench is None or set(bench) <= {"schema_version", "kernel_id"}
     return Package(kernel_id=kernel_id, desc=desc, root=root, bench_result=None if empty else bench)
+
+
+def validate_package_dir(
+    root: Path, *, expected_kernel_id: KernelId | None = None, limits: Limits = Limits()  # noqa: B008
+) -> Package:
+    """Check a package directory completely; return the typed Package or raise PackageError."""
+    if not root.is_dir():
+        raise PackageError.one(INVALID_PACKAGE, str(root), "", "package must be a directory")
+    return _validate_tree(_DiskTree(root), _tree_problems(root), root, expected_kernel_id, limits)
+
+
+def validate_package_files(
+    package: PackageFiles,
+    *,
+    expected_kernel_id: KernelId | None = None,
+    limits: Limits = Limits(),  # noqa: B008
+) -> Package:
+    """Check a package read into memory (`read_package`) with the checks and messages of
+    `validate_package_dir`; the Package's `root` is `Path(".")`, as it was never on disk."""
+    return _validate_tree(_MemoryTree(package), [], Path(), expected_kernel_id, limits)
 
 
 def validate_tarball(

@@ -20,8 +20,9 @@ from dulwich.repo import BaseRepo
 from kz_events.errors import ObjectNotFound
 from kz_events.eventlog import EventLog
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
-from kz_package.archive import PACKAGE_DIR, pack_directory, unpack_tarball
+from kz_package.archive import PACKAGE_DIR, pack_directory
 from kz_package.errors import PackageError
+from kz_package.memread import read_package_files
 from kz_package.yaml_safe import load_yaml
 from kz_projector.errors import PackageUnavailable
 from kz_projector.gitstore import (
@@ -43,6 +44,7 @@ __all__ = [
     "PackageSource",
     "desc_of",
     "files_from_dir",
+    "files_from_tarball",
     "files_of_tree",
     "judge_bundle",
     "put_judge_bundle",
@@ -50,6 +52,7 @@ __all__ = [
 
 JUDGE_FILES = ("desc.yaml", "bench_result.yaml", "benchmark.py", "build_test_env.py")
 DESC = f"{PACKAGE_DIR}/desc.yaml"
+_SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 
 
 class PackageSource(Protocol):
@@ -60,7 +63,7 @@ def files_from_dir(root: Path) -> dict[str, tuple[int, bytes]]:
     """Every regular file below `root` as a `FileMap`, keeping the executable bit."""
     out: dict[str, tuple[int, bytes]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in {".git", "__pycache__"})
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
         for name in sorted(filenames):
             path = Path(dirpath) / name
             if path.is_symlink() or not path.is_file() or name.endswith(".pyc"):
@@ -68,6 +71,24 @@ def files_from_dir(root: Path) -> dict[str, tuple[int, bytes]]:
             mode = EXEC_MODE if path.stat().st_mode & 0o111 else FILE_MODE
             out[path.relative_to(root).as_posix()] = (mode, path.read_bytes())
     return dict(sorted(out.items()))
+
+
+def _skipped(path: str) -> bool:
+    *dirs, name = path.split("/")
+    return name.endswith(".pyc") or any(d in _SKIPPED_DIRS for d in dirs)
+
+
+def files_from_tarball(data: bytes) -> dict[str, tuple[int, bytes]]:
+    """A package tarball's files as a `FileMap`, read in memory with the unpacking checks.
+
+    The same files `files_from_dir` gives for the unpacked tree: `.git`, `__pycache__` and
+    `.pyc` are left out, and the executable bit is kept.
+    """
+    return {
+        path: (EXEC_MODE if mode & 0o111 else FILE_MODE, content)
+        for path, (mode, content) in read_package_files(data).items()
+        if not _skipped(path)
+    }
 
 
 def desc_of(files: FileMap) -> dict[str, Any]:
@@ -116,10 +137,7 @@ class ObjectStorePackages:
             raise PackageUnavailable(
                 f"package {digest} is not in {PACKAGES_BUCKET}; expected the tarball there"
             ) from exc
-        with tempfile.TemporaryDirectory(prefix="kz-proj-") as tmp:
-            root = Path(tmp) / "pkg"
-            unpack_tarball(io.BytesIO(data), root)
-            files = files_from_dir(root)
+        files = files_from_tarball(data)
         self.cache.put(digest, files)
         return files
 

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kz_events.errors import KzError
+from kz_events.errors import KzError, LogUnavailable
 from kz_events.ids import KernelId
 from kz_package import PackageError, unpack_tarball, validate_result_document
 from kz_runner.backends.base import Backend
@@ -90,10 +90,17 @@ class Runner:
             self.backend.name,
         )
         while not stop.is_set() and (max_tasks is None or self.tasks_done < max_tasks):
-            lease = await self.transport.next_task(self.options.poll_s)
-            if lease is None:
+            try:
+                lease = await self.transport.next_task(self.options.poll_s)
+                if lease is None:
+                    continue
+                await self.process(lease, stop)
+            except LogUnavailable as exc:
+                # The log stayed away past the retries: keep serving; an unfinished task is
+                # redelivered when its lease runs out.
+                log.warning("runner: event log unavailable, carrying on: %s", exc.message)
+                await asyncio.sleep(1.0)
                 continue
-            await self.process(lease, stop)
             self.tasks_done += 1
 
     async def process(self, lease: Lease, stop: asyncio.Event | None = None) -> None:

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import nats.errors
+import nats.js.errors
 from nats.aio.msg import Msg
 
 from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
-from kz_events.eventlog import EventLog
+from kz_events.eventlog import TRANSIENT, EventLog
 from kz_events.events import (
     EventMeta,
     RunnerDeregistered,
@@ -37,6 +39,8 @@ from kz_events.subjects import (
     judge_key,
 )
 from kz_runner.transport import Lease, Report, RunnerInfo
+
+log = logging.getLogger("kz.runner")
 
 __all__ = ["NativeTransport"]
 
@@ -86,6 +90,11 @@ class NativeTransport:
             try:
                 msgs = await sub.fetch(1, timeout=slice_s)
             except nats.errors.TimeoutError:
+                msgs = []
+            except (*TRANSIENT, nats.js.errors.ServiceUnavailableError) as exc:
+                # The consumer is moving to a new leader: no task this slice, ask again.
+                log.warning("runner: task fetch failed, retrying: %r", exc)
+                await asyncio.sleep(slice_s)
                 msgs = []
             for msg in msgs:
                 lease = await self._claim(msg)

@@ -138,6 +138,8 @@ def wait_quiet(stack: Stack, timeout_s: float = 120.0) -> int:
 
 def check_run(stack: Stack, records: Sequence[Record], tmp: Path) -> dict[str, Any]:
     """Every end-of-run promise; raises AssertionError naming what broke. Returns figures."""
+    dead = [name for name, proc in stack.procs.items() if not proc.alive]
+    assert not dead, f"processes died during the run: {dead}"
     quiet_seq = wait_quiet(stack)
     invalid = [r for r in records if r.plan.invalid]
     valid = [r for r in records if not r.plan.invalid]
