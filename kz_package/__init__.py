@@ -7,7 +7,7 @@ the one call both the API and `kz submit` make, so local and server errors are t
 from __future__ import annotations
 
 from kz_package import schemas
-from kz_package.archive import PACKAGE_DIR, pack_directory, unpack_tarball
+from kz_package.archive import PACKAGE_DIR, pack_directory, pack_files, unpack_tarball
 from kz_package.errors import (
     INVALID_KERNEL_ID,
     INVALID_PACKAGE,
@@ -56,6 +56,7 @@ __all__ = [
     "judge_changes",
     "load_yaml",
     "pack_directory",
+    "pack_files",
     "read_package",
     "read_package_files",
     "schemas",

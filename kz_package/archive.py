@@ -10,19 +10,20 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import io
 import os
 import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from kz_package.errors import INVALID_PACKAGE, PACKAGE_TOO_LARGE, UNSAFE_ARCHIVE, PackageError
 from kz_package.limits import Limits
 
-__all__ = ["ARCHIVE", "PACKAGE_DIR", "pack_directory", "unpack_tarball"]
+__all__ = ["ARCHIVE", "PACKAGE_DIR", "pack_directory", "pack_files", "unpack_tarball"]
 
 ARCHIVE = "(archive)"
 PACKAGE_DIR = ".kernel_package"
@@ -266,6 +267,43 @@ def _tarinfo(name: str, path: Path) -> tarfile.TarInfo:
     info.uid = info.gid = 0
     info.uname = info.gname = ""
     return info
+
+
+def _file_info(
+    name: str, *, directory: bool, size: int = 0, executable: bool = False
+) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.DIRTYPE if directory else tarfile.REGTYPE
+    info.size = size
+    info.mode = 0o755 if directory or executable else 0o644
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def pack_files(files: Mapping[str, tuple[int, bytes]], out: BinaryIO) -> str:
+    """Pack path → (mode, bytes) into the tarball `pack_directory` makes of the same tree.
+
+    Folders come from the paths; a mode with any execute bit packs as 0o755. Returns the sha256.
+    """
+    dirs = {"/".join(name.split("/")[:i]) for name in files for i in range(1, name.count("/") + 1)}
+    entries = sorted([(d, None) for d in dirs] + [(n, files[n]) for n in files])
+    hashing = _HashingWriter(out)
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0, compresslevel=9) as gz,
+        tarfile.open(fileobj=gz, mode="w|", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for name, entry in entries:
+            if entry is None:
+                tar.addfile(_file_info(name, directory=True))
+            else:
+                info = _file_info(
+                    name, directory=False, size=len(entry[1]), executable=bool(entry[0] & 0o111)
+                )
+                tar.addfile(info, io.BytesIO(entry[1]))
+    out.flush()
+    return hashing.sha256.hexdigest()
 
 
 def pack_directory(src: Path, out: Path | BinaryIO) -> str:

@@ -13,6 +13,7 @@ import math
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -216,6 +217,18 @@ def _bench_checks(bench: dict[str, Any], desc: Desc) -> Found:
     return found
 
 
+# CPython 3.11 keeps ast.parse's recursion-depth bookkeeping in state shared by threads: two
+# parses at once (the API validates uploads on worker threads) can fail with "SystemError: AST
+# constructor recursion depth mismatch". One parse at a time.
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_python(source: str, filename: str) -> ast.Module:
+    """`ast.parse`, safe to call from several threads at once."""
+    with _PARSE_LOCK:
+        return ast.parse(source, filename=filename)
+
+
 def _script_problems(tree: _Tree, limits: Limits) -> Found:
     found: Found = []
     for rel in _SCRIPTS:
@@ -224,7 +237,7 @@ def _script_problems(tree: _Tree, limits: Limits) -> Found:
         if data is None:
             continue
         try:
-            ast.parse(data.decode("utf-8"), filename=rel)
+            parse_python(data.decode("utf-8"), rel)
         except UnicodeDecodeError as exc:
             msg = f"must be UTF-8 text, got a bad byte at offset {exc.start}"
             found.append((INVALID_PACKAGE, Problem(rel, "", msg)))

@@ -100,6 +100,15 @@ class IndexProjector:
         self.written_seq = self.state.log_seq
         return True
 
+    async def flush_off_loop(self) -> bool:
+        """`flush`, with the write and its fsync in a worker thread so the loop keeps folding."""
+        if self.written_seq == self.state.log_seq:
+            return False
+        seq, data = self.state.log_seq, render_index(self.state)
+        await asyncio.to_thread(write_atomic, self.path, data)
+        self.written_seq = seq
+        return True
+
     async def catch_up(self) -> int:
         self.state = await fold_events(
             self.state, self.elog.replay(self.state.log_seq + 1), self.packages
@@ -123,12 +132,12 @@ class IndexProjector:
                 try:
                     seq, event = await asyncio.wait_for(queue.get(), timeout=self.debounce_s)
                 except TimeoutError:
-                    self.flush()
+                    await self.flush_off_loop()
                     last_write = loop.time()
                     continue
                 await self.fold(seq, event)
                 if loop.time() - last_write >= self.debounce_s:
-                    self.flush()
+                    await self.flush_off_loop()
                     last_write = loop.time()
         finally:
             task.cancel()

@@ -20,7 +20,7 @@ from dulwich.repo import BaseRepo
 from kz_events.errors import ObjectNotFound
 from kz_events.eventlog import EventLog
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
-from kz_package.archive import PACKAGE_DIR, pack_directory
+from kz_package.archive import PACKAGE_DIR, pack_directory, pack_files
 from kz_package.errors import PackageError
 from kz_package.memread import read_package_files
 from kz_package.yaml_safe import load_yaml
@@ -190,18 +190,19 @@ def files_of_tree(
 
 def judge_bundle(files: FileMap) -> bytes:
     """The canonical tar.gz of a package's judge files (`.kernel_package/` as main has it)."""
-    with tempfile.TemporaryDirectory(prefix="kz-judge-") as tmp:
-        root = Path(tmp) / "judge"
-        meta = root / PACKAGE_DIR
-        meta.mkdir(parents=True)
-        for name in JUDGE_FILES:
-            entry = files.get(f"{PACKAGE_DIR}/{name}")
-            if entry is not None:
-                (meta / name).write_bytes(entry[1])
-                (meta / name).chmod(0o755 if entry[0] == EXEC_MODE else 0o644)
-        out = io.BytesIO()
-        pack_directory(root, out)
-        return out.getvalue()
+    judge = {
+        f"{PACKAGE_DIR}/{name}": files[f"{PACKAGE_DIR}/{name}"]
+        for name in JUDGE_FILES
+        if f"{PACKAGE_DIR}/{name}" in files
+    }
+    out = io.BytesIO()
+    if judge:
+        pack_files(judge, out)
+    else:
+        with tempfile.TemporaryDirectory(prefix="kz-judge-") as tmp:
+            (Path(tmp) / "judge" / PACKAGE_DIR).mkdir(parents=True)
+            pack_directory(Path(tmp) / "judge", out)
+    return out.getvalue()
 
 
 async def put_judge_bundle(elog: EventLog, kernel_id: str, files: FileMap) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio.to_thread
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
@@ -72,11 +74,15 @@ class SubmissionsController(Controller):
             str | None, HeaderParameter(name="Idempotency-Key", required=False, max_length=200)
         ] = None,
     ) -> SubmitAnswer:
-        with tempfile.TemporaryDirectory(prefix="kz-upload-") as tmp:
+        tmp = Path(tempfile.mkdtemp(prefix="kz-upload-"))
+        try:
             upload = await receive_upload(
-                request, Path(tmp) / "package.tar.gz", max_bytes=ctx.settings.max_upload_bytes
+                request, tmp / "package.tar.gz", max_bytes=ctx.settings.max_upload_bytes
             )
             return await accept_submission(ctx, upload, submitter, idempotency_key)
+        finally:
+            # Removing the upload blocks on the file system; the loop serves others meanwhile.
+            await anyio.to_thread.run_sync(shutil.rmtree, tmp, True)
 
     @get("/", responses=errors(), summary="List submissions")
     async def list_submissions(
