@@ -3,14 +3,17 @@ content type, body) matches the OpenAPI document the app publishes."""
 
 from __future__ import annotations
 
-import threading
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import schemathesis
-import uvicorn
-from api_helpers import SECRET, make_settings
+from api_helpers import SECRET
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -19,7 +22,6 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from kz_api import create_app
 from kz_events.server import EmbeddedServer, free_port
 
 pytestmark = pytest.mark.integration
@@ -37,19 +39,53 @@ FIXED_QUERY = {"/api/submissions/{submission_id}/status": {"timeout": 0}}
 
 @pytest.fixture
 def live_url(nats_server: EmbeddedServer, tmp_path: Path) -> Iterator[str]:
-    """The app served by uvicorn on a free port in a thread, with its own event loop."""
+    """`kz api` as its own process on a free port.
+
+    A separate process, not a thread: CPython 3.11 can fail with "AST constructor recursion
+    depth mismatch" when two threads of one interpreter compile modules at once (here the
+    server's lazy imports and the test's).
+    """
     port = free_port()
-    app = create_app(make_settings(nats_server, tmp_path), lease_secret=SECRET)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started and thread.is_alive():
-        thread.join(0.05)
+    env = {
+        **os.environ,
+        "KZ_NATS_URL": nats_server.url,
+        "KZ_DATA_DIR": str(tmp_path / "data"),
+        "KZ_KERNEL_REPO_PATH": str(tmp_path / "kernel_repo"),
+        "KZ_MAINTAINERS": "maintainer",
+        "KZ_LEASE_S": "5",
+        "KZ_MAX_OPEN_SUBMISSIONS": "3",
+        "KZ_LEASE_SECRET": SECRET.decode(),
+        "KZ_HOST": "127.0.0.1",
+        "KZ_PORT": str(port),
+    }
+    log = (tmp_path / "api.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kz_cli.main", "api"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / "api.log").read_text()
+            try:
+                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "kz api did not answer within 60 s"
+            time.sleep(0.1)
+        yield url
     finally:
-        server.should_exit = True
-        thread.join(30)
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
 
 
 def test_api_conforms_to_its_document(live_url: str) -> None:
