@@ -95,6 +95,7 @@ class LogOptions:
     retry_total_s: float = 30.0
     retry_fast: bool = False  # zero waits, for tests
     request_timeout_s: float = 5.0
+    object_get_timeout_s: float = 10.0  # per try: an object read that stalls is tried again
 
 
 class EventLog:
@@ -476,7 +477,7 @@ class EventLog:
         if start is not None:
             sink.seek(start)
             sink.truncate()
-        timeout = max(10.0, 2 * self.options.request_timeout_s)
+        timeout = self.options.object_get_timeout_s
         return await asyncio.wait_for(store.get(key, writeinto=sink), timeout)  # type: ignore[arg-type]
 
     async def get_object_bytes(self, bucket: str, key: str) -> bytes:

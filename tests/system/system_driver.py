@@ -13,7 +13,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from typing import Any
 from system_packages import Planned, build
 from system_stack import RoundRobin, Stack, StackError, stream_leader, wait_for
 
-__all__ = ["FaultInjector", "Progress", "Record", "TERMINAL", "run_submitters"]
+__all__ = ["TERMINAL", "FaultInjector", "Progress", "Record", "run_submitters"]
 
 TERMINAL = frozenset({"committed", "rejected", "failed", "cancelled"})
 
@@ -86,7 +86,9 @@ def submit(client: RoundRobin, record: Record, data: bytes) -> None:
         record.error_code = str(body["error"]["code"])
 
 
-def follow(client: RoundRobin, record: Record, timeout_s: float) -> None:
+def follow(
+    client: RoundRobin, record: Record, timeout_s: float, abort: threading.Event | None = None
+) -> None:
     """Long-poll the status until it is terminal; the submitter's view of the end."""
     assert record.submission_id is not None
     deadline = time.monotonic() + timeout_s
@@ -94,6 +96,8 @@ def follow(client: RoundRobin, record: Record, timeout_s: float) -> None:
     headers = {"X-Submitter-Id": record.plan.submitter}
     path = f"/api/submissions/{record.submission_id}/status"
     while time.monotonic() < deadline:
+        if abort is not None and abort.is_set():
+            raise StackError("the run was aborted")
         response = client.get(path, params={"since": since, "timeout": 10}, headers=headers)
         if response.status_code == 404:
             # Another API process answered the submit and this one has not folded it yet.
@@ -128,7 +132,7 @@ def run_submitters(
     def worker() -> None:
         client = stack.client()
         try:
-            while True:
+            while not abort.is_set():
                 try:
                     i = work.get_nowait()
                 except queue.Empty:
@@ -138,16 +142,25 @@ def run_submitters(
                 records[i] = record
                 submit(client, record, data)
                 if record.submission_id is not None:
-                    follow(client, record, follow_timeout_s)
+                    follow(client, record, follow_timeout_s, abort)
                 if progress is not None:
                     progress.step()
         finally:
             client.close()
 
+    abort = threading.Event()  # a failed submitter or an interrupt stops them all
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="submitter") as pool:
         futures = [pool.submit(worker) for _ in range(workers)]
-        for future in futures:
-            future.result()
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+            for future in futures:
+                if future.done():
+                    future.result()
+            for future in futures:
+                future.result()
+        except BaseException:
+            abort.set()
+            raise
     return [r for r in records if r is not None]
 
 
@@ -174,19 +187,41 @@ class FaultInjector:
     errors: list[BaseException] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _finishing: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _t0: float = field(default_factory=time.monotonic)
 
     def start(self) -> FaultInjector:
-        self._thread = threading.Thread(target=self._run, name="fault-injector", daemon=True)
-        self._thread.start()
+        """Two threads: the scheduled faults, and the runner kills (so a slow restart of an
+        API process does not hold the runner kills back)."""
+        self._threads = [
+            threading.Thread(target=self._guard(self._run_scheduled), daemon=True),
+            threading.Thread(target=self._guard(self._run_runner_kills), daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
         return self
 
     def stop(self) -> None:
         """Fire the scheduled faults still pending (a fast run may outpace them), then stop."""
         self._finishing.set()
-        if self._thread is not None:
-            self._thread.join(timeout=300)
+        for thread in self._threads:
+            thread.join(timeout=300)
         self._stop.set()
+
+    def _guard(self, loop: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                loop()
+            except BaseException as exc:  # reported by the test
+                self.errors.append(exc)
+
+        return run
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.faults[what] += 1
+            self.log.append(f"{time.monotonic() - self._t0:6.1f}s {what}")
 
     def _schedule(self) -> list[tuple[float, str, Callable[[], None]]]:
         plan: list[tuple[float, str, Callable[[], None]]] = []
@@ -208,33 +243,27 @@ class FaultInjector:
         leader = wait_for("a KZ_EVENTS leader", lambda: stream_leader(self.stack), 30)
         i = self.stack.cluster_node(leader)
         self.stack.kill_nats_node(i)
-        self.log.append(f"killed {leader} (KZ_EVENTS leader)")
+        self.log.append(f"killed {leader}, the KZ_EVENTS leader")
         self._stop.wait(self.nats_down_s)
         self.stack.restart_nats_node(i)
         self.log.append(f"restarted {leader}")
 
-    def _run(self) -> None:
-        rng = random.Random(self.seed)
-        start = time.monotonic()
+    def _run_scheduled(self) -> None:
         pending = self._schedule()
+        while pending and not self._stop.is_set():
+            if self._finishing.is_set() or self.progress.fraction >= pending[0][0]:
+                _, what, action = pending.pop(0)
+                action()
+                self._count(what)
+            else:
+                self._stop.wait(0.1)
+
+    def _run_runner_kills(self) -> None:
         every = self.runner_every_s
-        next_runner = start + every if every else float("inf")
+        if not every:
+            return
+        rng = random.Random(self.seed)
         runners = [n for n in self.stack.procs if n.startswith("runner")]
-        while not self._stop.is_set():
-            finishing = self._finishing.is_set()
-            if finishing and not pending:
-                return
-            try:
-                if pending and (finishing or self.progress.fraction >= pending[0][0]):
-                    _, what, action = pending.pop(0)
-                    self.log.append(f"{time.monotonic() - start:6.1f}s {what}")
-                    action()
-                    self.faults[what] += 1
-                elif every and not finishing and time.monotonic() >= next_runner:
-                    self.stack.restart(rng.choice(runners), sig=signal.SIGKILL)
-                    self.faults["runner killed (SIGKILL) and restarted"] += 1
-                    next_runner = time.monotonic() + every
-            except BaseException as exc:  # reported by the test
-                self.errors.append(exc)
-                return
-            self._stop.wait(0.1)
+        while not self._finishing.wait(every):
+            self.stack.restart(rng.choice(runners), sig=signal.SIGKILL)
+            self._count("runner killed (SIGKILL) and restarted")

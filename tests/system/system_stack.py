@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,7 +26,7 @@ import httpx
 from kz_events.cluster import LocalCluster
 from kz_events.server import EmbeddedServer, free_port
 
-__all__ = ["Proc", "RoundRobin", "RunnerSpec", "Stack", "StackError", "wait_for"]
+__all__ = ["Proc", "RoundRobin", "RunnerSpec", "Stack", "StackError", "stream_leader", "wait_for"]
 
 KZ = [sys.executable, "-m", "kz_cli.main"]
 REPO = Path(__file__).resolve().parents[2]
@@ -129,14 +128,26 @@ class Proc:
         text = self.log_path.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
+    def errors(self, keep: int = 3) -> str:
+        """The last `keep` tracebacks and error lines of the log, which a tail may miss."""
+        if not self.log_path.exists():
+            return ""
+        found: list[list[str]] = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if line.startswith(("Traceback", "kz:")) or " ERROR " in line:
+                found.append([line])
+            elif found and len(found[-1]) < 60 and (line.startswith(" ") or "Error" in line):
+                found[-1].append(line)
+        return "\n".join("\n".join(block) for block in found[-keep:])
 
-def _kill_groups(pids: list[int]) -> None:
-    """SIGKILL each process group (or lone process: the NATS servers have no group of their own)."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+
+def _end_all(procs: dict[str, Proc], servers: list[EmbeddedServer]) -> None:
+    """SIGKILL every process of the stack still running. Only live `Popen` objects are
+    signalled, so a pid the system has since given to someone else is never touched."""
+    for proc in procs.values():
+        proc.kill()
+    for server in servers:
+        server.kill()
 
 
 @dataclass(frozen=True)
@@ -229,14 +240,14 @@ class Stack:
     procs: dict[str, Proc] = field(default_factory=dict, init=False)
     nats: EmbeddedServer | LocalCluster | None = field(default=None, init=False)
     api_ports: list[int] = field(default_factory=list, init=False)
-    _pgids: list[int] = field(default_factory=list, init=False, repr=False)
+    _servers: list[EmbeddedServer] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.logs = self.root / "logs"
         self.logs.mkdir(exist_ok=True)
         # Runs at garbage collection or interpreter exit if close() was never reached.
-        self._finalizer = weakref.finalize(self, _kill_groups, self._pgids)
+        self._finalizer = weakref.finalize(self, _end_all, self.procs, self._servers)
 
     # --- configuration -------------------------------------------------------------------
 
@@ -320,18 +331,13 @@ class Stack:
             server = EmbeddedServer(self.root / "nats", log_path=self.logs / "nats.log")
             self.nats = server
             server.start(timeout_s=timeout_s)
-        self._pgids.extend(p for p in self._nats_pids() if p)
-
-    def _nats_pids(self) -> list[int | None]:
-        if isinstance(self.nats, LocalCluster):
-            return [s.pid for s in self.nats.servers]
-        return [self.nats.pid] if self.nats else []
+        nodes = self.nats.servers if isinstance(self.nats, LocalCluster) else [self.nats]
+        self._servers.extend(nodes)
 
     def start_proc(self, name: str, *, timeout_s: float = 90.0) -> None:
         """Start (or restart) a process and wait until it serves, if it is an API."""
         proc = self.procs[name].start()
         assert proc.pid is not None
-        self._pgids.append(proc.pid)
         if name.startswith("api-"):
             self.wait_api(int(name.split("-")[1]), timeout_s)
 
@@ -356,9 +362,6 @@ class Stack:
         """Start cluster node `i` again on its store and wait until the cluster is healthy."""
         assert isinstance(self.nats, LocalCluster)
         self.nats.restart(i, timeout_s=timeout_s)
-        pid = self.nats.servers[i].pid
-        if pid:
-            self._pgids.append(pid)
 
     def wait_api(self, i: int, timeout_s: float) -> None:
         url = self.api_urls[i] + "/api/health"
@@ -400,7 +403,9 @@ class Stack:
 
     def tails(self, lines: int = 30) -> str:
         parts = [
-            f"--- {name} (alive={p.alive}) ---\n{p.tail(lines)}" for name, p in self.procs.items()
+            f"--- {name} (alive={p.alive}, starts={p.starts}) ---\n"
+            f"{p.errors()}\n...\n{p.tail(lines)}"
+            for name, p in self.procs.items()
         ]
         for log in (
             sorted((self.root / "nats").rglob("*.log")) if (self.root / "nats").exists() else []
@@ -414,7 +419,7 @@ class Stack:
             proc.stop(timeout_s=10)
         if self.nats is not None:
             self.nats.stop()
-        _kill_groups(self._pgids)
+        _end_all(self.procs, self._servers)
 
     def __enter__(self) -> Stack:
         return self.start()
@@ -439,10 +444,3 @@ def stream_leader(stack: Stack, stream: str = "KZ_EVENTS") -> str | None:
                         if leader:
                             return str(leader)
     return None
-
-
-def iter_json_lines(text: str) -> Iterator[Any]:
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            yield json.loads(line)
