@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -78,6 +79,8 @@ def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awa
 
 
 def _projector(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
     async def work(elog: EventLog, settings: Settings) -> None:
         projectors = Projectors(elog, settings)
         if args.once:

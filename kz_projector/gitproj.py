@@ -184,8 +184,12 @@ class GitProjector:
             occurred_at=self.clock(),
             actor=self.actor,
         )
-        command = Commit(meta=meta, source_commit=applied.source,
-                         bench_result_commit=applied.bench_result, accepted_seq=applied.seq)
+        command = Commit(
+            meta=meta,
+            source_commit=applied.source,
+            bench_result_commit=applied.bench_result,
+            accepted_seq=applied.seq,
+        )
         state = self.subs.get(applied.submission_id)
         for _ in range(5):
             if state is None:
@@ -199,6 +203,9 @@ class GitProjector:
                 return
             try:
                 await self.elog.append(events[0], expect=state.version)
+                log.info(
+                    "git projector: committed %s as %s", applied.submission_id, applied.bench_result
+                )
                 return
             except ConcurrencyConflict:
                 state = None
@@ -207,4 +214,3 @@ class GitProjector:
     async def _load(self, kernel_id: str, submission_id: str) -> SubmissionState:
         subject = aggregate_filter("submission", KernelId.parse(kernel_id).arch, submission_id)
         return fold(await self.elog.load(subject))
-

@@ -123,6 +123,7 @@ class Referee:
             try:
                 events = decide(state, command)
                 await self.elog.append(events[0], expect=state.version)
+                log.info("referee: %s %s", submission_id, events[0].type)
                 return
             except RuleViolation as exc:
                 log.info("referee: skipping %s: %s", submission_id, exc.message)
