@@ -50,7 +50,9 @@ class _CountingReader:
         self.count += len(data)
         if self.count > self._limit:
             raise PackageError.one(
-                PACKAGE_TOO_LARGE, ARCHIVE, "size",
+                PACKAGE_TOO_LARGE,
+                ARCHIVE,
+                "size",
                 f"compressed package must be at most {self._limit} bytes, got more",
             )
         return data
@@ -69,19 +71,25 @@ class _Budget:
         self.entries += 1
         if self.entries > self.limits.max_entries:
             raise PackageError.one(
-                PACKAGE_TOO_LARGE, name, "entries",
+                PACKAGE_TOO_LARGE,
+                name,
+                "entries",
                 f"package must hold at most {self.limits.max_entries} entries, got more",
             )
 
     def add_file(self, name: str, size: int) -> None:
         if size > self.limits.max_file_bytes:
             raise PackageError.one(
-                PACKAGE_TOO_LARGE, name, "size",
+                PACKAGE_TOO_LARGE,
+                name,
+                "size",
                 f"each file must be at most {self.limits.max_file_bytes} bytes, got {size}",
             )
         if self.unpacked + size > self.limits.max_unpacked_bytes:
             raise PackageError.one(
-                PACKAGE_TOO_LARGE, name, "size",
+                PACKAGE_TOO_LARGE,
+                name,
+                "size",
                 f"unpacked package must be at most {self.limits.max_unpacked_bytes} bytes, "
                 f"got at least {self.unpacked + size}",
             )
@@ -93,7 +101,9 @@ class _Budget:
         ratio = self.unpacked / max(self.reader.count, 1)
         if ratio > self.limits.max_ratio:
             raise PackageError.one(
-                UNSAFE_ARCHIVE, name, "ratio",
+                UNSAFE_ARCHIVE,
+                name,
+                "ratio",
                 f"compression ratio must be at most {self.limits.max_ratio}, got {ratio:.0f}",
             )
 
@@ -139,18 +149,29 @@ def _write_file(
             out.write(chunk)
 
 
-def _extract_member(
-    stream: tarfile.TarFile, member: tarfile.TarInfo, into: Path, budget: _Budget, seen: set[str]
-) -> None:
+def admit_member(member: tarfile.TarInfo, budget: _Budget, seen: set[str]) -> tuple[str, ...]:
+    """The checks every archive entry passes before it is read: count, type, path, once only.
+
+    Returns the entry's path parts (empty for the archive's root entry, which is skipped).
+    """
     budget.add_entry(member.name)
     _check_type(member)
     parts = _member_parts(member)
     if not parts:
-        return
+        return ()
     key = "/".join(parts)
     if key in seen:
         raise PackageError.one(UNSAFE_ARCHIVE, member.name, "name", "duplicate entry in archive")
     seen.add(key)
+    return parts
+
+
+def _extract_member(
+    stream: tarfile.TarFile, member: tarfile.TarInfo, into: Path, budget: _Budget, seen: set[str]
+) -> None:
+    parts = admit_member(member, budget, seen)
+    if not parts:
+        return
     target = into.joinpath(*parts)
     try:
         if member.isdir():
@@ -191,7 +212,9 @@ def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
     head = source.read(2)
     if head != _GZIP_MAGIC:
         raise PackageError.one(
-            INVALID_PACKAGE, ARCHIVE, "format",
+            INVALID_PACKAGE,
+            ARCHIVE,
+            "format",
             f"package must be a gzip tarball (.tar.gz), got data starting with {head!r}",
         )
     reader = _CountingReader(source, limits.max_compressed_bytes, head)
@@ -202,7 +225,9 @@ def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
             _extract_member(stream, member, tmp, budget, seen)
     except (tarfile.TarError, zlib.error, EOFError, gzip.BadGzipFile) as exc:
         raise PackageError.one(
-            INVALID_PACKAGE, ARCHIVE, "format",
+            INVALID_PACKAGE,
+            ARCHIVE,
+            "format",
             f"package must be a valid gzip tarball, got a corrupt or truncated one ({exc})",
         ) from None
     if not seen:

@@ -43,7 +43,8 @@ def judge_changes(current: Path | PackageFiles, submitted: Path | PackageFiles) 
     editing its other fields is not a change. A missing file differs from a present one.
     """
     changed = [
-        name for name in JUDGE_PARTS[:2]
+        name
+        for name in JUDGE_PARTS[:2]
         if _file_bytes(current, name) != _file_bytes(submitted, name)
     ]
     if _metric(current) != _metric(submitted):

@@ -22,10 +22,9 @@ from kz_package.archive import (
     ARCHIVE,
     PACKAGE_DIR,
     _Budget,
-    _check_type,
     _CountingReader,
-    _member_parts,
     _stream_members,
+    admit_member,
 )
 from kz_package.errors import INVALID_PACKAGE, UNSAFE_ARCHIVE, PackageError
 from kz_package.limits import Limits
@@ -91,15 +90,10 @@ def _read_member(
     seen: set[str],
     cap: int | None,
 ) -> None:
-    budget.add_entry(member.name)
-    _check_type(member)
-    parts = _member_parts(member)
+    parts = admit_member(member, budget, seen)
     if not parts:
         return
     key = "/".join(parts)
-    if key in seen:
-        raise PackageError.one(UNSAFE_ARCHIVE, member.name, "name", "duplicate entry in archive")
-    seen.add(key)
     if member.isdir():
         _add_dirs(tree, member, [*_prefixes(key), key])
         return
@@ -151,7 +145,9 @@ def read_package(
         head = raw.read(2)
         if head != _GZIP_MAGIC:
             raise PackageError.one(
-                INVALID_PACKAGE, ARCHIVE, "format",
+                INVALID_PACKAGE,
+                ARCHIVE,
+                "format",
                 f"package must be a gzip tarball (.tar.gz), got data starting with {head!r}",
             )
         reader = _CountingReader(raw, limits.max_compressed_bytes, head)
@@ -162,7 +158,9 @@ def read_package(
                 _read_member(stream, member, tree, budget, seen, max_memory_bytes)
         except (tarfile.TarError, zlib.error, EOFError, gzip.BadGzipFile) as exc:
             raise PackageError.one(
-                INVALID_PACKAGE, ARCHIVE, "format",
+                INVALID_PACKAGE,
+                ARCHIVE,
+                "format",
                 f"package must be a valid gzip tarball, got a corrupt or truncated one ({exc})",
             ) from None
     if not seen:
@@ -171,7 +169,8 @@ def read_package(
 
 
 def read_package_files(
-    source: Path | BinaryIO | bytes, limits: Limits = Limits()  # noqa: B008
+    source: Path | BinaryIO | bytes,
+    limits: Limits = Limits(),  # noqa: B008
 ) -> dict[str, tuple[int, bytes]]:
     """Every file of a submission tarball as path → (mode, bytes), sorted, checked as on unpack."""
     return dict(sorted(read_package(source, limits).files.items()))

@@ -28,12 +28,22 @@ __all__ = ["SCHEMA_DIR", "SCHEMA_NAMES", "field_path", "load_schema", "validate"
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 SCHEMA_NAMES = ("desc", "bench_result", "result", "submission_form", "index")
 _JSON_TYPES = {
-    dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-    int: "an integer", float: "a number", type(None): "null",
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    type(None): "null",
 }
 _TYPE_WORDS = {
-    "object": "an object", "array": "a list", "string": "a string", "boolean": "a boolean",
-    "integer": "an integer", "number": "a number", "null": "null",
+    "object": "an object",
+    "array": "a list",
+    "string": "a string",
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a number",
+    "null": "null",
 }
 
 
@@ -159,7 +169,8 @@ def _extra_problems(error: ValidationError, path: str) -> list[Problem]:
     allowed = list(_schema(error).get("properties", {}))
     patterns = list(_schema(error).get("patternProperties", {}))
     extras = [
-        k for k in _instance(error)
+        k
+        for k in _instance(error)
         if k not in allowed and not any(re.search(p, k) for p in patterns)
     ]
     problems = []
@@ -187,8 +198,10 @@ def _problems(error: ValidationError, path: str) -> list[Problem]:
         return [Problem(path, field_path([*here, k]), "is required") for k in missing]
     if kind == "dependentRequired":
         needed, needs = _dependent(error)
-        return [Problem(path, field_path([*here, k]), f"is required when {needed} is present")
-                for k in needs]
+        return [
+            Problem(path, field_path([*here, k]), f"is required when {needed} is present")
+            for k in needs
+        ]
     if kind == "additionalProperties":
         return _extra_problems(error, path)
     if kind in {"anyOf", "oneOf"} and error.context:

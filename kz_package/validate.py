@@ -58,8 +58,10 @@ def _raise_if_any(found: Found) -> None:
     if not found:
         return
     codes = {code for code, _ in found}
-    code = next(c for c in _CODE_ORDER if c in codes) if codes <= set(_CODE_ORDER) else (
-        INVALID_PACKAGE
+    code = (
+        next(c for c in _CODE_ORDER if c in codes)
+        if codes <= set(_CODE_ORDER)
+        else (INVALID_PACKAGE)
     )
     raise PackageError(code, sorted({p for _, p in found}))
 
@@ -133,7 +135,7 @@ class _MemoryTree:
     def children(self, rel: str) -> set[str]:
         prefix = f"{rel}/"
         keys = (*self.package.files, *self.package.dirs)
-        return {k[len(prefix):].split("/", 1)[0] for k in keys if k.startswith(prefix)}
+        return {k[len(prefix) :].split("/", 1)[0] for k in keys if k.startswith(prefix)}
 
     def read(self, rel: str, limit: int) -> bytes | None:
         data = self.package.data(rel)
@@ -270,7 +272,10 @@ def _validate_tree(
 
 
 def validate_package_dir(
-    root: Path, *, expected_kernel_id: KernelId | None = None, limits: Limits = Limits()  # noqa: B008
+    root: Path,
+    *,
+    expected_kernel_id: KernelId | None = None,
+    limits: Limits = Limits(),  # noqa: B008
 ) -> Package:
     """Check a package directory completely; return the typed Package or raise PackageError."""
     if not root.is_dir():
@@ -310,7 +315,9 @@ def _result_semantics(doc: Mapping[str, Any]) -> list[Problem]:
 
 
 def validate_result_document(
-    data: bytes | Mapping[str, Any], *, limits: Limits = Limits()  # noqa: B008
+    data: bytes | Mapping[str, Any],
+    *,
+    limits: Limits = Limits(),  # noqa: B008
 ) -> dict[str, Any]:
     """Check a result document (JSON bytes or a mapping) against its schema; return it as a dict."""
     if isinstance(data, bytes | bytearray):
