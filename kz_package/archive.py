@@ -208,7 +208,10 @@ def _package_root(tmp: Path) -> Path:
     return tmp
 
 
-def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
+def open_members(
+    source: BinaryIO, limits: Limits
+) -> tuple[Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]], _Budget]:
+    """The archive's entries, streamed, and the budget that bounds them; refuses non-gzip."""
     head = source.read(2)
     if head != _GZIP_MAGIC:
         raise PackageError.one(
@@ -218,11 +221,14 @@ def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
             f"package must be a gzip tarball (.tar.gz), got data starting with {head!r}",
         )
     reader = _CountingReader(source, limits.max_compressed_bytes, head)
-    budget = _Budget(limits, reader)
-    seen: set[str] = set()
+    return _stream_members(reader), _Budget(limits, reader)
+
+
+@contextlib.contextmanager
+def archive_errors(seen: set[str]) -> Iterator[None]:
+    """Turn a corrupt stream into a PackageError; refuse an archive with no entries."""
     try:
-        for stream, member in _stream_members(reader):
-            _extract_member(stream, member, tmp, budget, seen)
+        yield
     except (tarfile.TarError, zlib.error, EOFError, gzip.BadGzipFile) as exc:
         raise PackageError.one(
             INVALID_PACKAGE,
@@ -232,6 +238,14 @@ def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
         ) from None
     if not seen:
         raise PackageError.one(INVALID_PACKAGE, ARCHIVE, "", "package archive is empty")
+
+
+def _unpack_into(source: BinaryIO, tmp: Path, limits: Limits) -> None:
+    seen: set[str] = set()
+    with archive_errors(seen):
+        members, budget = open_members(source, limits)
+        for stream, member in members:
+            _extract_member(stream, member, tmp, budget, seen)
 
 
 def unpack_tarball(source: Path | BinaryIO, dest: Path, limits: Limits = Limits()) -> None:  # noqa: B008

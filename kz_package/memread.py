@@ -8,23 +8,19 @@ directories relative to the package root, so a caller that only needs bytes neve
 from __future__ import annotations
 
 import contextlib
-import gzip
 import io
 import tarfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from kz_package.archive import (
     _CHUNK,
-    _GZIP_MAGIC,
-    ARCHIVE,
     PACKAGE_DIR,
     _Budget,
-    _CountingReader,
-    _stream_members,
     admit_member,
+    archive_errors,
+    open_members,
 )
 from kz_package.errors import INVALID_PACKAGE, UNSAFE_ARCHIVE, PackageError
 from kz_package.limits import Limits
@@ -142,29 +138,11 @@ def read_package(
     `MemoryBudgetExceeded`, so a caller can fall back to unpacking it to disk.
     """
     with _open(source) as raw:
-        head = raw.read(2)
-        if head != _GZIP_MAGIC:
-            raise PackageError.one(
-                INVALID_PACKAGE,
-                ARCHIVE,
-                "format",
-                f"package must be a gzip tarball (.tar.gz), got data starting with {head!r}",
-            )
-        reader = _CountingReader(raw, limits.max_compressed_bytes, head)
-        budget = _Budget(limits, reader)
         tree, seen = PackageFiles(), set[str]()
-        try:
-            for stream, member in _stream_members(reader):
+        with archive_errors(seen):
+            members, budget = open_members(raw, limits)
+            for stream, member in members:
                 _read_member(stream, member, tree, budget, seen, max_memory_bytes)
-        except (tarfile.TarError, zlib.error, EOFError, gzip.BadGzipFile) as exc:
-            raise PackageError.one(
-                INVALID_PACKAGE,
-                ARCHIVE,
-                "format",
-                f"package must be a valid gzip tarball, got a corrupt or truncated one ({exc})",
-            ) from None
-    if not seen:
-        raise PackageError.one(INVALID_PACKAGE, ARCHIVE, "", "package archive is empty")
     return _rooted(tree)
 
 

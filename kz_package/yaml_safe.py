@@ -36,6 +36,22 @@ class _YamlRefused(Exception):
         self.line = line
 
 
+def _admit_event(event: Any, depth: int, max_depth: int) -> int:
+    """Refuse aliases, anchors, explicit tags and deep nesting; the depth after `event`."""
+    line = event.start_mark.line + 1 if event.start_mark else 0
+    if isinstance(event, AliasEvent):
+        raise _YamlRefused(f"aliases are not allowed (found *{event.anchor})", line)
+    if isinstance(event, NodeEvent) and event.anchor is not None:
+        raise _YamlRefused(f"anchors are not allowed (found &{event.anchor})", line)
+    if isinstance(event, ScalarEvent | CollectionStartEvent) and event.tag is not None:
+        raise _YamlRefused(f"explicit tags are not allowed (found {event.tag})", line)
+    if isinstance(event, CollectionStartEvent):
+        depth += 1
+        if depth > max_depth:
+            raise _YamlRefused(f"nesting deeper than {max_depth} levels", line)
+    return depth
+
+
 class _StrictMappings:
     """Mapping construction that refuses non-string and duplicate keys."""
 
@@ -70,17 +86,7 @@ class _StrictLoader(_StrictMappings, yaml.SafeLoader):
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         event = self.peek_event()  # type: ignore[no-untyped-call]
-        line = event.start_mark.line + 1
-        if isinstance(event, AliasEvent):
-            raise _YamlRefused(f"aliases are not allowed (found *{event.anchor})", line)
-        if isinstance(event, NodeEvent) and event.anchor is not None:
-            raise _YamlRefused(f"anchors are not allowed (found &{event.anchor})", line)
-        if isinstance(event, ScalarEvent | CollectionStartEvent) and event.tag is not None:
-            raise _YamlRefused(f"explicit tags are not allowed (found {event.tag})", line)
-        if isinstance(event, CollectionStartEvent):
-            self._depth += 1
-            if self._depth > self.max_depth:
-                raise _YamlRefused(f"nesting deeper than {self.max_depth} levels", line)
+        self._depth = _admit_event(event, self._depth, self.max_depth)
         try:
             return super().compose_node(parent, index)
         finally:
@@ -98,18 +104,8 @@ def _prescan(text: str, max_depth: int) -> None:
     """Refuse anchors, aliases, tags and deep nesting from libyaml's event stream."""
     depth = 0
     for event in yaml.parse(text, Loader=yaml.CSafeLoader):
-        line = event.start_mark.line + 1 if event.start_mark else 0
-        if isinstance(event, AliasEvent):
-            raise _YamlRefused(f"aliases are not allowed (found *{event.anchor})", line)
-        if isinstance(event, NodeEvent) and event.anchor is not None:
-            raise _YamlRefused(f"anchors are not allowed (found &{event.anchor})", line)
-        if isinstance(event, ScalarEvent | CollectionStartEvent) and event.tag is not None:
-            raise _YamlRefused(f"explicit tags are not allowed (found {event.tag})", line)
-        if isinstance(event, CollectionStartEvent):
-            depth += 1
-            if depth > max_depth:
-                raise _YamlRefused(f"nesting deeper than {max_depth} levels", line)
-        elif isinstance(event, CollectionEndEvent):
+        depth = _admit_event(event, depth, max_depth)
+        if isinstance(event, CollectionEndEvent):
             depth -= 1
 
 
