@@ -72,20 +72,37 @@ class Packages:
 
 
 def result_doc(value: float) -> dict[str, Any]:
-    return {"schema_version": 1, "accepted": True, "reason": "faster",
-            "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
-            "workloads": [{"name": "w", "value": value,
-                           "stats": {"median": value, "samples": 20, "p10": value, "p90": value}}],
-            "correctness": {"passed": True, "checks": [{"name": "w", "passed": True}]},
-            "environment": {"device": "cpu"}}
+    return {
+        "schema_version": 1,
+        "accepted": True,
+        "reason": "faster",
+        "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
+        "workloads": [
+            {
+                "name": "w",
+                "value": value,
+                "stats": {"median": value, "samples": 20, "p10": value, "p90": value},
+            }
+        ],
+        "correctness": {"passed": True, "checks": [{"name": "w", "passed": True}]},
+        "environment": {"device": "cpu"},
+    }
 
 
 def accepted(n: int, digest: str) -> SubmissionAccepted:
     return SubmissionAccepted(
-        event_id=str(uuid.uuid4()), occurred_at=T0 + timedelta(seconds=n), actor="referee",
-        submission_id=str(uuid.UUID(int=n + 1)), kernel_id=KERNELS[n % len(KERNELS)],
-        submitter_id=f"agent-{n % 5}", runner_id="r1", attempt=1, package_digest=digest,
-        result=result_doc(100.0 - (n % 97)), result_seq=n)
+        event_id=str(uuid.uuid4()),
+        occurred_at=T0 + timedelta(seconds=n),
+        actor="referee",
+        submission_id=str(uuid.UUID(int=n + 1)),
+        kernel_id=KERNELS[n % len(KERNELS)],
+        submitter_id=f"agent-{n % 5}",
+        runner_id="r1",
+        attempt=1,
+        package_digest=digest,
+        result=result_doc(100.0 - (n % 97)),
+        result_seq=n,
+    )
 
 
 def fold_rate(count: int, batch: int) -> float:
@@ -130,18 +147,29 @@ def cli_rate(count: int) -> float:
             board = boards.get(event.kernel_id) or Board(kernel_id=event.kernel_id)
             bench = kernel / ".kernel_package" / "bench_result.yaml"
             bench.write_bytes(render_yaml(scoreboard(board)))
-            env = {**os.environ, "GIT_AUTHOR_NAME": event.submitter_id,
-                   "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": SERVICE.name,
-                   "GIT_COMMITTER_EMAIL": SERVICE.email,
-                   "GIT_AUTHOR_DATE": event.occurred_at.isoformat(),
-                   "GIT_COMMITTER_DATE": event.occurred_at.isoformat()}
+            env = {
+                **os.environ,
+                "GIT_AUTHOR_NAME": event.submitter_id,
+                "GIT_AUTHOR_EMAIL": "a@b",
+                "GIT_COMMITTER_NAME": SERVICE.name,
+                "GIT_COMMITTER_EMAIL": SERVICE.email,
+                "GIT_AUTHOR_DATE": event.occurred_at.isoformat(),
+                "GIT_COMMITTER_DATE": event.occurred_at.isoformat(),
+            }
             trailers = f"\n\nKz-Submission: {event.submission_id}\nKz-Event-Seq: {n + 1}"
             git(work, "add", "-A", env=env)
             git(work, "commit", "-q", "-m", f"source{trailers}", env=env)
-            item = Accepted(seq=n + 1, submission_id=event.submission_id,
-                            submitter=event.submitter_id, runner_id="r1", digest="",
-                            value=event.result["metric"]["value"], at=event.occurred_at.isoformat(),
-                            result=event.result, environment={})
+            item = Accepted(
+                seq=n + 1,
+                submission_id=event.submission_id,
+                submitter=event.submitter_id,
+                runner_id="r1",
+                digest="",
+                value=event.result["metric"]["value"],
+                at=event.occurred_at.isoformat(),
+                result=event.result,
+                environment={},
+            )
             boards[event.kernel_id] = board_accept(board, item, None)
             bench.write_bytes(render_yaml(scoreboard(boards[event.kernel_id])))
             git(work, "add", "-A", env=env)
@@ -156,21 +184,51 @@ def replay_events(total: int) -> list[tuple[int, Any]]:
     n = 0
     while len(events) < total:
         ev = accepted(n, f"{n % 50:064x}")
-        common = {"actor": "x", "occurred_at": ev.occurred_at, "submission_id": ev.submission_id,
-                  "kernel_id": ev.kernel_id}
+        common = {
+            "actor": "x",
+            "occurred_at": ev.occurred_at,
+            "submission_id": ev.submission_id,
+            "kernel_id": ev.kernel_id,
+        }
         seq = len(events)
         events += [
-            (seq + 1, SubmissionSubmitted(event_id="s", submitter_id=ev.submitter_id,
-                                          package_digest=ev.package_digest, package_size=1,
-                                          **common)),
-            (seq + 2, SubmissionClaimed(event_id="c", runner_id="r1", attempt=1, lease_id="l",
-                                        **common)),
-            (seq + 3, SubmissionResult(event_id="r", runner_id="r1", attempt=1, lease_id="l",
-                                       outcome="accepted", result=ev.result, **common)),
+            (
+                seq + 1,
+                SubmissionSubmitted(
+                    event_id="s",
+                    submitter_id=ev.submitter_id,
+                    package_digest=ev.package_digest,
+                    package_size=1,
+                    **common,
+                ),
+            ),
+            (
+                seq + 2,
+                SubmissionClaimed(event_id="c", runner_id="r1", attempt=1, lease_id="l", **common),
+            ),
+            (
+                seq + 3,
+                SubmissionResult(
+                    event_id="r",
+                    runner_id="r1",
+                    attempt=1,
+                    lease_id="l",
+                    outcome="accepted",
+                    result=ev.result,
+                    **common,
+                ),
+            ),
             (seq + 4, ev),
-            (seq + 5, SubmissionCommitted(event_id="m", source_commit="a" * 40,
-                                          bench_result_commit="b" * 40, accepted_seq=seq + 4,
-                                          **common)),
+            (
+                seq + 5,
+                SubmissionCommitted(
+                    event_id="m",
+                    source_commit="a" * 40,
+                    bench_result_commit="b" * 40,
+                    accepted_seq=seq + 4,
+                    **common,
+                ),
+            ),
         ]
         n += 1
     return events[:total]
@@ -198,8 +256,9 @@ def replay_time(total: int) -> tuple[float, int]:
         render_index(state)
 
     asyncio.run(go())
-    return time.perf_counter() - start, sum(1 for _, e in events if isinstance(e,
-                                                                               SubmissionAccepted))
+    return time.perf_counter() - start, sum(
+        1 for _, e in events if isinstance(e, SubmissionAccepted)
+    )
 
 
 def main() -> None:
@@ -214,11 +273,15 @@ def main() -> None:
     print(f"git projector (dulwich, batch of 64): {batched:8.1f} results/s")
     print(f"git projector (dulwich, CAS per result): {single:8.1f} results/s")
     print(f"git CLI in a working tree:            {cli:8.1f} results/s")
-    print(f"ratio batched / CLI: {batched / cli:5.1f}x (target >= 10x); "
-          f"per-result / CLI: {single / cli:5.1f}x")
+    print(
+        f"ratio batched / CLI: {batched / cli:5.1f}x (target >= 10x); "
+        f"per-result / CLI: {single / cli:5.1f}x"
+    )
     elapsed, results = replay_time(args.events)
-    print(f"replay of {args.events} events ({results} accepted) into an empty in-memory repo "
-          f"+ index: {elapsed:.1f} s (target < 60 s)")
+    print(
+        f"replay of {args.events} events ({results} accepted) into an empty in-memory repo "
+        f"+ index: {elapsed:.1f} s (target < 60 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -128,7 +128,6 @@ async def main(tasks: int, backend: str) -> None:
                     script_times.append(steps)
             await log.close()
         direct = direct_run_s(pkg, min(tasks, 50))
-    platform_total = overheads
     pure = [o - s for o, s in zip(overheads, script_times, strict=True)]
     d50 = statistics.median(direct)
     print(
@@ -139,17 +138,17 @@ async def main(tasks: int, backend: str) -> None:
         f"tasks: {tasks}, backend: {backend}, wall {elapsed:.1f}s ({tasks / elapsed:.1f} tasks/s)"
     )
     print(
-        f"claim->result (platform + scripts):  p50 {pct(platform_total, 0.5) * 1e3:7.1f} ms   "
-        f"p99 {pct(platform_total, 0.99) * 1e3:7.1f} ms"
+        f"claim->result (platform + scripts):  p50 {pct(overheads, 0.5) * 1e3:7.1f} ms   "
+        f"p99 {pct(overheads, 0.99) * 1e3:7.1f} ms"
     )
     print(
         f"scripts run directly with python:    p50 {d50 * 1e3:7.1f} ms   "
         f"p99 {pct(direct, 0.99) * 1e3:7.1f} ms"
     )
-    over50 = (pct(platform_total, 0.5) - d50) * 1e3
-    over99 = (pct(platform_total, 0.99) - d50) * 1e3
+    over50 = (pct(overheads, 0.5) - d50) * 1e3
+    over99 = (pct(overheads, 0.99) - d50) * 1e3
     print(f"overhead (claim->result - direct p50): p50 {over50:7.1f} ms   p99 {over99:7.1f} ms")
-    print(f"ratio claim->result / direct (p50): {pct(platform_total, 0.5) / d50:.2f}x")
+    print(f"ratio claim->result / direct (p50): {pct(overheads, 0.5) / d50:.2f}x")
 
 
 if __name__ == "__main__":

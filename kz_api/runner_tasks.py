@@ -135,9 +135,7 @@ async def _announce_idle(ctx: ApiContext, runner_id: str, arches: list[str]) -> 
     meta = new_meta(runner_id)
     await ctx.log.publish_live(
         RunnerHeartbeat(
-            event_id=meta.event_id,
-            occurred_at=meta.occurred_at,
-            actor=meta.actor,
+            **meta.fields(),
             runner_id=runner_id,
             arches=list(arches),
             busy_with=None,
@@ -169,9 +167,7 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
         return False
     meta = new_meta(claim.runner_id)
     beat = TaskHeartbeat(
-        event_id=meta.event_id,
-        occurred_at=meta.occurred_at,
-        actor=meta.actor,
+        **meta.fields(),
         submission_id=claim.submission_id,
         kernel_id=claim.kernel_id,
         runner_id=claim.runner_id,

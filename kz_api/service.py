@@ -5,7 +5,6 @@ the read models to see the append (so a client reads its own writes).
 from __future__ import annotations
 
 import contextlib
-import uuid
 from datetime import UTC, datetime
 
 from kz_api.context import ApiContext
@@ -34,7 +33,7 @@ def utcnow() -> datetime:
 
 
 def new_meta(actor: str) -> EventMeta:
-    return EventMeta(event_id=str(uuid.uuid4()), occurred_at=utcnow(), actor=actor)
+    return EventMeta.now(actor)
 
 
 def submission_view(ctx: ApiContext, submission_id: str) -> SubmissionView:

@@ -7,7 +7,8 @@ from newer writers are ignored; an unknown `type` decodes to `UnknownEvent`, nev
 
 from __future__ import annotations
 
-from datetime import datetime
+import uuid
+from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 import msgspec
@@ -69,6 +70,15 @@ class EventMeta(msgspec.Struct, frozen=True, kw_only=True):
     event_id: str
     occurred_at: datetime
     actor: str
+
+    @classmethod
+    def now(cls, actor: str) -> EventMeta:
+        """A fresh event id and the current time: for the shells that append, never the rules."""
+        return cls(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC), actor=actor)
+
+    def fields(self) -> dict[str, Any]:
+        """The three fields, to spread into an event's constructor."""
+        return {"event_id": self.event_id, "occurred_at": self.occurred_at, "actor": self.actor}
 
 
 class _Base(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):

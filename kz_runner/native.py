@@ -10,7 +10,6 @@ import asyncio
 import io
 import logging
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +44,6 @@ log = logging.getLogger("kz.runner")
 __all__ = ["NativeTransport"]
 
 
-def _meta(actor: str) -> EventMeta:
-    return EventMeta(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC), actor=actor)
-
-
 class NativeTransport:
     """Claims from the per-architecture consumers and appends events itself."""
 
@@ -67,12 +62,10 @@ class NativeTransport:
                 arch, lease_s=self.lease_s, max_attempts=self.max_attempts
             )
             self._subs.append(await self.log.js.pull_subscribe_bind(durable, stream=EVENTS_STREAM))
-        meta = _meta(info.runner_id)
+        meta = EventMeta.now(info.runner_id)
         await self.log.append(
             RunnerRegistered(
-                event_id=meta.event_id,
-                occurred_at=meta.occurred_at,
-                actor=meta.actor,
+                **meta.fields(),
                 runner_id=info.runner_id,
                 arches=list(info.arches),
                 device=info.device,
@@ -119,7 +112,7 @@ class NativeTransport:
         for _ in range(5):
             state = await self._state(arch, submitted.submission_id)
             command = Claim(
-                meta=_meta(self.info.runner_id),
+                meta=EventMeta.now(self.info.runner_id),
                 runner_id=self.info.runner_id,
                 lease_id=lease_id,
                 attempt=attempt,
@@ -147,13 +140,11 @@ class NativeTransport:
 
     async def heartbeat(self, lease: Lease, phase: str) -> bool:
         assert self.info is not None
-        meta = _meta(self.info.runner_id)
+        meta = EventMeta.now(self.info.runner_id)
         await lease.handle.in_progress()
         await self.log.publish_live(
             TaskHeartbeat(
-                event_id=meta.event_id,
-                occurred_at=meta.occurred_at,
-                actor=meta.actor,
+                **meta.fields(),
                 submission_id=lease.submission_id,
                 kernel_id=lease.kernel_id,
                 runner_id=self.info.runner_id,
@@ -185,7 +176,7 @@ class NativeTransport:
         for _ in range(5):
             state = await self._state(lease.arch, lease.submission_id)
             command = ReportResult(
-                meta=_meta(self.info.runner_id),
+                meta=EventMeta.now(self.info.runner_id),
                 runner_id=self.info.runner_id,
                 lease_id=lease.lease_id,
                 outcome=report.outcome,
@@ -207,12 +198,10 @@ class NativeTransport:
 
     async def runner_heartbeat(self, busy_with: str | None) -> None:
         assert self.info is not None
-        meta = _meta(self.info.runner_id)
+        meta = EventMeta.now(self.info.runner_id)
         await self.log.publish_live(
             RunnerHeartbeat(
-                event_id=meta.event_id,
-                occurred_at=meta.occurred_at,
-                actor=meta.actor,
+                **meta.fields(),
                 runner_id=self.info.runner_id,
                 arches=list(self.info.arches),
                 device=self.info.device,
@@ -228,12 +217,10 @@ class NativeTransport:
             await sub.unsubscribe()
         self._subs.clear()
         if self.info is not None and self.log.connected:
-            meta = _meta(self.info.runner_id)
+            meta = EventMeta.now(self.info.runner_id)
             await self.log.append(
                 RunnerDeregistered(
-                    event_id=meta.event_id,
-                    occurred_at=meta.occurred_at,
-                    actor=meta.actor,
+                    **meta.fields(),
                     runner_id=self.info.runner_id,
                     arches=list(self.info.arches),
                     reason="stopped",

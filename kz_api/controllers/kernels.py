@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -245,7 +246,7 @@ class KernelsController(Controller):
                 meta=new_meta(submitter.id),
                 kernel_id=str(kernel_id),
                 holder=submitter.id,
-                lease_id=new_meta(submitter.id).event_id,
+                lease_id=str(uuid.uuid4()),
                 ttl_s=ttl,
             ),
         )

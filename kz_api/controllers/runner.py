@@ -62,9 +62,7 @@ class RunnerController(Controller):
             runner.require(arch)
         meta = new_meta(data.runner_id)
         event = RunnerRegistered(
-            event_id=meta.event_id,
-            occurred_at=meta.occurred_at,
-            actor=meta.actor,
+            **meta.fields(),
             runner_id=data.runner_id,
             arches=list(data.arches),
             device=data.device,
