@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from kz_cli import aio
 from kz_events.config import load_settings
 
 __all__ = ["MAX_HEADER_BYTES", "register", "run_api"]
@@ -35,6 +36,7 @@ def run_api(args: argparse.Namespace) -> int:
         host=args.host or settings.host,
         port=args.port or settings.port,
         log_level="info",
+        loop=aio.uvicorn_loop(),
         http="h11",
         h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
+from kz_cli import aio
 from kz_events.config import load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog
@@ -46,7 +46,7 @@ def _handle_tail(args: argparse.Namespace) -> int:
     if not url:
         raise ConfigError("KZ_NATS_URL: expected the NATS URL of the running stack")
     try:
-        asyncio.run(_tail(url, args.from_seq, args.count))
+        aio.run(_tail(url, args.from_seq, args.count))
     except KeyboardInterrupt:
         return 0
     return 0

@@ -7,7 +7,6 @@ All but `kz audit --from-archive` talk to the running stack's NATS (`KZ_NATS_URL
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import sys
@@ -15,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from kz_cli import aio
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
@@ -75,7 +75,7 @@ def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awa
         finally:
             await elog.close()
 
-    return asyncio.run(main())
+    return aio.run(main())
 
 
 def _projector(args: argparse.Namespace) -> int:
@@ -113,7 +113,7 @@ def _index(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace) -> int:
     if args.from_archive is not None:
         settings = load_settings(config_file=args.config)
-        report = asyncio.run(run_audit(settings, clock=utcnow, from_archive=args.from_archive))
+        report = aio.run(run_audit(settings, clock=utcnow, from_archive=args.from_archive))
     else:
         report = _with_log(
             args, lambda elog, settings: run_audit(settings, clock=utcnow, elog=elog)

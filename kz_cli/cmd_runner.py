@@ -8,6 +8,7 @@ import logging
 import signal
 from pathlib import Path
 
+from kz_cli import aio
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
@@ -36,7 +37,7 @@ def _handle(args: argparse.Namespace) -> int:
     arches = tuple(args.arch or settings.runner_arch)
     if not arches:
         raise ConfigError("KZ_RUNNER_ARCH: expected at least one architecture, e.g. cpu or sm90")
-    asyncio.run(
+    aio.run(
         run_runner(
             settings,
             arches=arches,

@@ -18,6 +18,7 @@ import msgspec
 import uvicorn
 
 from kz_api import create_app
+from kz_cli import aio
 from kz_cli.demo import EXAMPLES, submit_demo
 from kz_events.config import Settings, load_settings
 from kz_events.eventlog import EventLog, LogOptions
@@ -61,7 +62,7 @@ def _handle(args: argparse.Namespace) -> int:
     settings = msgspec.structs.replace(settings, **changes)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
-    asyncio.run(run_stack(settings, demo=not args.no_demo, backend=args.backend))
+    aio.run(run_stack(settings, demo=not args.no_demo, backend=args.backend))
     return 0
 
 

@@ -7,6 +7,7 @@ KzError
 ├── EventLogError           the log could not do what was asked
 │   ├── ConcurrencyConflict     an aggregate moved since the caller last saw it
 │   ├── LogUnavailable          NATS is unreachable after bounded retries
+│   ├── ObjectCorrupt           a stored object does not match its recorded digest
 │   └── ServerTooOld            the server lacks a feature the design needs
 ├── ObjectNotFound          no object stored under that digest
 ├── UnknownEventType        a stored event whose type this build does not know
@@ -25,6 +26,7 @@ __all__ = [
     "InvalidKernelId",
     "KzError",
     "LogUnavailable",
+    "ObjectCorrupt",
     "ObjectNotFound",
     "RuleViolation",
     "ServerTooOld",
@@ -76,6 +78,10 @@ class ConcurrencyConflict(EventLogError):
 
 class LogUnavailable(EventLogError):
     code = "log_unavailable"
+
+
+class ObjectCorrupt(EventLogError):
+    code = "object_corrupt"
 
 
 class ServerTooOld(EventLogError):

@@ -50,6 +50,7 @@ from kz_events.events import (
     encode_event,
     subject_of,
 )
+from kz_events.objects import DigestCache, ObjectChanged, read_small_object
 from kz_events.reader import BatchReader
 from kz_events.subjects import (
     EVENTS_STREAM,
@@ -79,6 +80,7 @@ TRANSIENT = (
     nats.js.errors.ServiceUnavailableError,
     nats.js.errors.NoStreamResponseError,
     asyncio.TimeoutError,
+    ObjectChanged,
 )
 
 
@@ -108,6 +110,7 @@ class EventLog:
         )
         self.options = options or LogOptions()
         self._buckets: dict[str, ObjectStore] = {}
+        self._objects = DigestCache()
 
     # --- connection ---------------------------------------------------------------------
 
@@ -460,10 +463,20 @@ class EventLog:
         return True
 
     async def get_object(self, bucket: str, key: str, sink: IO[bytes]) -> int:
-        """Stream the object `key` into `sink`; raises `ObjectNotFound`."""
+        """Write the object `key` into `sink`; its size. Raises `ObjectNotFound`.
+
+        Small objects are read with message gets and kept by digest (kz_events.objects);
+        large ones stream through nats-py's ordered consumer.
+        """
         store = await self.bucket(bucket)
         start = sink.tell() if sink.seekable() else None
         try:
+            data = await self._retry(
+                functools.partial(read_small_object, self.js, store, bucket, key, self._objects)
+            )
+            if data is not None:
+                sink.write(data)
+                return len(data)
             result = await self._retry(functools.partial(self._get_once, store, key, sink, start))
         except nats.js.errors.ObjectNotFoundError as exc:
             raise ObjectNotFound(f"no object {key!r} in {bucket}") from exc

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kz_events.errors import ObjectNotFound
+from kz_events.errors import ObjectCorrupt, ObjectNotFound
 from kz_events.eventlog import EventLog
 from kz_events.server import EmbeddedServer
 from kz_events.subjects import LOGS_BUCKET, PACKAGES_BUCKET
@@ -108,3 +108,43 @@ async def test_empty_object_round_trips(event_log: EventLog) -> None:
     """An empty object is stored and read back as empty."""
     await event_log.put_object(LOGS_BUCKET, "empty", io.BytesIO(b""))
     assert await event_log.get_object_bytes(LOGS_BUCKET, "empty") == b""
+
+
+async def test_small_objects_are_read_without_a_consumer(
+    event_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package of several chunks reads back whole through message gets: no consumer made."""
+    data = bytes(range(256)) * 2000  # 512,000 bytes: four chunks of 128 KiB
+    await event_log.put_object(PACKAGES_BUCKET, "chunks", io.BytesIO(data))
+
+    async def no_consumers(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a small object was read through a consumer")
+
+    monkeypatch.setattr(event_log.js, "subscribe", no_consumers)
+    assert await event_log.get_object_bytes(PACKAGES_BUCKET, "chunks") == data
+
+
+async def test_a_replaced_object_is_never_served_from_the_cache(event_log: EventLog) -> None:
+    """The reader keeps what it read by digest: a key put again reads back the new content."""
+    await event_log.put_object(PACKAGES_BUCKET, "judge:k", io.BytesIO(b"first bundle"))
+    assert await event_log.get_object_bytes(PACKAGES_BUCKET, "judge:k") == b"first bundle"
+    assert await event_log.get_object_bytes(PACKAGES_BUCKET, "judge:k") == b"first bundle"
+    await event_log.put_object(PACKAGES_BUCKET, "judge:k", io.BytesIO(b"second, longer bundle"))
+    assert await event_log.get_object_bytes(PACKAGES_BUCKET, "judge:k") == b"second, longer bundle"
+    store = await event_log.bucket(PACKAGES_BUCKET)
+    await store.delete("judge:k")
+    with pytest.raises(ObjectNotFound):
+        await event_log.get_object_bytes(PACKAGES_BUCKET, "judge:k")
+
+
+async def test_a_corrupt_chunk_is_refused(event_log: EventLog) -> None:
+    """Content that does not match the digest in the meta record is never returned."""
+    await event_log.put_object(PACKAGES_BUCKET, "bad", io.BytesIO(b"original content"))
+    store = await event_log.bucket(PACKAGES_BUCKET)
+    info = await store.get_info("bad")
+    # Replace the chunk under the same nuid behind the store's back.
+    subject = f"$O.{PACKAGES_BUCKET}.C.{info.nuid}"
+    await event_log.js.purge_stream(f"OBJ_{PACKAGES_BUCKET}", subject=subject)
+    await event_log.js.publish(subject, b"tampered content")
+    with pytest.raises(ObjectCorrupt, match="SHA-256"):
+        await event_log.get_object_bytes(PACKAGES_BUCKET, "bad")

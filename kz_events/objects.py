@@ -1,0 +1,114 @@
+"""Reading objects from a NATS object store with message gets, and a cache keyed by digest.
+
+nats-py reads an object through an ordered consumer made for that one read: a consumer created
+and deleted on the server per package fetch, the most expensive thing a runner asked of NATS.
+Packages, judge bundles and logs are a chunk or a few, so here an object is read as its meta
+record and then each chunk by a message get (next by subject) — two requests for a package.
+Large objects still go through the consumer, where one request per chunk would cost more.
+
+The object's meta record carries the SHA-256 of its content, so a reader can keep small objects
+it has read and answer a later read of the same key from memory after one meta lookup: the
+judge bundle of a kernel is read by every task and every upload for that kernel and changes
+only when main does.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections import OrderedDict
+
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.api import ObjectInfo
+from nats.js.object_store import ObjectStore
+
+from kz_events.errors import ObjectCorrupt
+
+__all__ = ["DigestCache", "ObjectChanged", "read_small_object"]
+
+MESSAGE_GET_CHUNKS = 8  # objects of more chunks are read through a consumer
+CACHED_OBJECT_BYTES = 1 << 20  # the largest object kept in the cache
+DIGEST_PREFIX = "SHA-256="
+
+
+class ObjectChanged(Exception):
+    """The object was replaced or deleted while it was read; reading it again will succeed."""
+
+
+class DigestCache:
+    """Small objects by (bucket, key), each with the digest it had; oldest use leaves first."""
+
+    def __init__(self, max_bytes: int = 32 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._items: OrderedDict[tuple[str, str], tuple[str, bytes]] = OrderedDict()
+
+    def get(self, bucket: str, key: str, digest: str) -> bytes | None:
+        item = self._items.get((bucket, key))
+        if item is None or item[0] != digest:
+            return None
+        self._items.move_to_end((bucket, key))
+        return item[1]
+
+    def put(self, bucket: str, key: str, digest: str, data: bytes) -> None:
+        if len(data) > CACHED_OBJECT_BYTES:
+            return
+        old = self._items.pop((bucket, key), None)
+        if old is not None:
+            self.size -= len(old[1])
+        self._items[(bucket, key)] = (digest, data)
+        self.size += len(data)
+        while self.size > self.max_bytes:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self.size -= len(dropped)
+
+
+def _expected_sha256(info: ObjectInfo) -> bytes:
+    digest = info.digest or ""
+    if not digest.upper().startswith(DIGEST_PREFIX):
+        raise ObjectCorrupt(f"object {info.name!r}: its meta record has no SHA-256 digest")
+    return base64.urlsafe_b64decode(digest[len(DIGEST_PREFIX) :])
+
+
+async def _chunks_by_message_get(
+    js: JetStreamContext, bucket: str, info: ObjectInfo
+) -> bytes:
+    stream, subject = f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}"
+    parts: list[bytes] = []
+    seq = 1
+    for _ in range(info.chunks or 0):
+        try:
+            msg = await js.get_msg(stream, seq=seq, subject=subject, next=True)
+        except nats.js.errors.NotFoundError as exc:
+            raise ObjectChanged(f"object {info.name!r} lost a chunk while it was read") from exc
+        parts.append(msg.data or b"")
+        seq = int(msg.seq or 0) + 1
+    return b"".join(parts)
+
+
+async def read_small_object(
+    js: JetStreamContext, store: ObjectStore, bucket: str, key: str, cache: DigestCache
+) -> bytes | None:
+    """The object's content checked against its digest, or None for one too large (or a link)
+    to read here, which the caller streams through nats-py instead.
+
+    Raises nats' `ObjectNotFoundError` when there is no such object and `ObjectChanged` when
+    it was replaced during the read (worth another try); `ObjectCorrupt` when the content
+    does not match the digest.
+    """
+    info = await store.get_info(key)
+    if info.is_link() or (info.chunks or 0) > MESSAGE_GET_CHUNKS:
+        return None
+    digest = info.digest or ""
+    cached = cache.get(bucket, key, digest)
+    if cached is not None:
+        return cached
+    data = await _chunks_by_message_get(js, bucket, info) if info.size else b""
+    if len(data) != (info.size or 0) or hashlib.sha256(data).digest() != _expected_sha256(info):
+        raise ObjectCorrupt(
+            f"object {key!r} in {bucket}: its {len(data)} bytes do not match the size "
+            f"{info.size} and SHA-256 digest of its meta record"
+        )
+    cache.put(bucket, key, digest, data)
+    return data
