@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kz_events.events import (
+    PackageSummary,
     SubmissionAccepted,
     SubmissionClaimed,
     SubmissionCommitted,
@@ -29,12 +30,13 @@ from kz_events.events import (
 )
 from kz_projector.gitfold import GitFold
 from kz_projector.gitstore import EXEC_MODE, FILE_MODE, FileMap, Person, open_repo
-from kz_projector.index import IndexState, PackageFacts, fold_index, render_index, with_facts
+from kz_projector.index import IndexState, fold_index, render_index, with_facts
 from kz_projector.scoreboard import Accepted, Board, board_accept, render_yaml, scoreboard
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SERVICE = Person("kernel zoo", "bot@kernel-zoo.invalid")
 KERNELS = [f"cpu/Norm/RMSNorm/fp32/k{i}" for i in range(8)]
+SUMMARY = PackageSummary(title="t", language="python", metric=None)
 DESC = b"""schema_version: 1
 kernel_id: KID
 title: bench kernel
@@ -250,7 +252,7 @@ def replay_time(total: int) -> tuple[float, int]:
             await fold.apply(seq, event)
             digest = getattr(event, "package_digest", None)
             if digest is not None and digest not in state.facts:
-                state = with_facts(state, digest, PackageFacts("t", "python", None))
+                state = with_facts(state, digest, SUMMARY)
             state = fold_index(state, seq, event)
         fold.flush()
         render_index(state)

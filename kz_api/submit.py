@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio.to_thread
@@ -19,6 +20,7 @@ from kz_api.service import READ_YOUR_WRITES_S, append_seen, new_meta, utcnow
 from kz_api.upload import Upload
 from kz_api.views import status_doc
 from kz_events.errors import LogUnavailable, ObjectNotFound
+from kz_events.events import PackageSummary
 from kz_events.ids import KernelId, new_submission_id
 from kz_events.lifecycle import SubmissionState, Submit, decide
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
@@ -105,34 +107,42 @@ MEMORY_UPLOAD_BYTES = 1 * MIB
 MEMORY_UNPACKED_BYTES = 16 * MIB
 
 
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A package that passed: what the board shows of it, and the judge parts it changes."""
+
+    summary: PackageSummary
+    changed: list[str]
+
+
 def _validate_on_disk(
     tarball: Path, kernel_id: KernelId, judge: bytes | None, work: Path, limits: Limits
-) -> list[str]:
+) -> Checked:
     root = work / "submitted"
     unpack_tarball(tarball, root, limits)
-    validate_package_dir(root, expected_kernel_id=kernel_id, limits=limits)
+    package = validate_package_dir(root, expected_kernel_id=kernel_id, limits=limits)
     if judge is None:
-        return []
+        return Checked(package.desc.summary(), [])
     bundle, current = work / "judge.tar.gz", work / "current"
     bundle.write_bytes(judge)
     unpack_tarball(bundle, current, Limits())
-    return judge_changes(current, root)
+    return Checked(package.desc.summary(), judge_changes(current, root))
 
 
 def _validate_in_memory(
     tarball: Path, kernel_id: KernelId, judge: bytes | None, limits: Limits
-) -> list[str]:
+) -> Checked:
     submitted = read_package(tarball, limits, max_memory_bytes=MEMORY_UNPACKED_BYTES)
-    validate_package_files(submitted, expected_kernel_id=kernel_id, limits=limits)
+    package = validate_package_files(submitted, expected_kernel_id=kernel_id, limits=limits)
     if judge is None:
-        return []
-    return judge_changes(read_package(judge, Limits()), submitted)
+        return Checked(package.desc.summary(), [])
+    return Checked(package.desc.summary(), judge_changes(read_package(judge, Limits()), submitted))
 
 
 def _validate_and_judge(
     tarball: Path, size: int, kernel_id: KernelId, judge: bytes | None, limits: Limits
-) -> list[str]:
-    """Validate the package (raises PackageError); the judge parts it changes.
+) -> Checked:
+    """Validate the package (raises PackageError); its summary and the judge parts it changes.
 
     Small uploads are read in memory with the same checks and messages; large ones, and any
     whose files outgrow the memory cap, are unpacked to a temporary directory.
@@ -177,9 +187,10 @@ async def accept_submission(
         _check_admission(ctx, kernel_id, submitter, upload.sha256)
         judge = await _judge_bundle(ctx, kernel_id)
         limits = Limits(max_compressed_bytes=ctx.settings.max_upload_bytes)
-        changed = await anyio.to_thread.run_sync(
+        checked = await anyio.to_thread.run_sync(
             _validate_and_judge, upload.path, upload.size, kernel_id, judge, limits
         )
+        changed = checked.changed
         if changed and not submitter.maintainer:
             raise ApiError(
                 403,
@@ -187,7 +198,9 @@ async def accept_submission(
                 f"only maintainers may change the judge of {kernel_id}: {', '.join(changed)}",
                 details={"changed": changed},
             )
-        return await _store_and_announce(ctx, upload, kernel_id, submitter, idempotency_key, judge)
+        return await _store_and_announce(
+            ctx, upload, kernel_id, submitter, idempotency_key, judge, checked.summary
+        )
 
 
 async def _store_and_announce(
@@ -197,6 +210,7 @@ async def _store_and_announce(
     submitter: Submitter,
     idempotency_key: str | None,
     judge: bytes | None,
+    summary: PackageSummary,
 ) -> SubmitAnswer:
     assert upload.path is not None
     if not await ctx.log.has_object(PACKAGES_BUCKET, upload.sha256):
@@ -214,6 +228,7 @@ async def _store_and_announce(
         idempotency_key=idempotency_key,
         new_kernel=judge is None and not ctx.models.kernel_known(str(kernel_id)),
         max_attempts=ctx.settings.max_attempts,
+        summary=summary,
     )
     events = decide(SubmissionState(), command)
     seq = await append_seen(ctx, events, expect=0, expect_on=None)

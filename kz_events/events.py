@@ -28,6 +28,7 @@ __all__ = [
     "KernelImported",
     "KernelReleased",
     "LiveEvent",
+    "PackageSummary",
     "RunnerDeregistered",
     "RunnerEvent",
     "RunnerHeartbeat",
@@ -94,6 +95,15 @@ class _Base(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         return str(type(self).__struct_config__.tag)
 
 
+class PackageSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What the board shows of a package's desc.yaml, read once when the package is checked,
+    so no projection has to fetch the package again to title a kernel."""
+
+    title: str = ""
+    language: str = "other"
+    metric: dict[str, str] | None = None
+
+
 # --- submission aggregate -------------------------------------------------------------------
 
 
@@ -117,6 +127,7 @@ class SubmissionSubmitted(_SubmissionBase, frozen=True, kw_only=True, tag="submi
     idempotency_key: str | None = None
     new_kernel: bool = False
     max_attempts: int = 3
+    summary: PackageSummary | None = None
 
 
 class SubmissionClaimed(_SubmissionBase, frozen=True, kw_only=True, tag="claimed"):
@@ -193,6 +204,7 @@ class KernelImported(_KernelBase, frozen=True, kw_only=True, tag="imported"):
     submitter_id: str
     message: str = ""
     bench_result: dict[str, Any] | None = None
+    summary: PackageSummary | None = None
 
 
 class KernelClaimed(_KernelBase, frozen=True, kw_only=True, tag="kernel_claimed"):

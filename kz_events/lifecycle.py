@@ -21,6 +21,7 @@ from kz_events.events import (
     EventMeta,
     KernelClaimed,
     KernelReleased,
+    PackageSummary,
     SubmissionAccepted,
     SubmissionCancelled,
     SubmissionClaimed,
@@ -124,6 +125,7 @@ class Submit(msgspec.Struct, frozen=True, kw_only=True):
     idempotency_key: str | None = None
     new_kernel: bool = False
     max_attempts: int = 3
+    summary: PackageSummary | None = None
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):

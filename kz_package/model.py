@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from kz_events.events import PackageSummary
 from kz_events.ids import KernelId
 
 __all__ = ["PACKAGE_FILES", "Desc", "Metric", "Package", "Workload"]
@@ -48,6 +49,14 @@ class Desc(msgspec.Struct, frozen=True, kw_only=True):
     reference: str | None = None
     tags: tuple[str, ...] = ()
     license: str | None = None
+
+    def summary(self) -> PackageSummary:
+        """What the board shows of this package, carried by its `submitted` event."""
+        return PackageSummary(
+            title=self.title,
+            language=self.language,
+            metric={k: str(v) for k, v in msgspec.structs.asdict(self.metric).items()},
+        )
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Desc:

@@ -19,7 +19,7 @@ from kz_projector.gitfold import Applied, GitFold
 from kz_projector.gitproj import GitProjector, committed_event_id
 from kz_projector.gitstore import MAIN, open_repo
 from kz_projector.importer import Imported, import_path
-from kz_projector.index import IndexState, PackageFacts, fold_index, render_index, with_facts
+from kz_projector.index import IndexState, fold_index, render_index, with_facts
 from kz_projector.index_writer import IndexProjector, build_index, write_atomic
 from kz_projector.packages import GitPackages, ObjectStorePackages, PackageSource
 from kz_projector.referee import Referee
@@ -48,7 +48,6 @@ __all__ = [
     "IndexState",
     "KernelRepo",
     "ObjectStorePackages",
-    "PackageFacts",
     "PackageSource",
     "PackageUnavailable",
     "ProjectorError",

@@ -91,6 +91,7 @@ async def _import_one(
         submitter_id=submitter,
         message=f"imported from {package_dir.name}",
         bench_result=package.bench_result,
+        summary=package.desc.summary(),
     )
     return Imported(kernel_id, digest, await elog.append(event))
 

@@ -1,9 +1,11 @@
 """`index.json` as a fold of the log: `fold_index(state, seq, event)` and `render_index(state)`.
 
 No clock, disk or network: `generated_at` is the time of the last folded event, so the same log
-position renders the same bytes. Titles and languages come from package desc.yaml files, which
-the shell adds with `with_facts` (contents are immutable per digest). For speed over long logs
-`fold_index` updates the state it is given and returns it; keep a copy if you need the old one.
+position renders the same bytes. Titles and languages come from the package summary the
+`submitted` (or `imported`) event carries; for older events without one, the shell reads the
+package's desc.yaml and adds it with `with_facts` (contents are immutable per digest). For
+speed over long logs `fold_index` updates the state it is given and returns it; keep a copy if
+you need the old one.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kz_events.events import (
     KernelClaimed,
     KernelImported,
     KernelReleased,
+    PackageSummary,
     RunnerDeregistered,
     RunnerRegistered,
     SubmissionAccepted,
@@ -37,7 +40,6 @@ __all__ = [
     "HISTORY_LENGTH",
     "IndexState",
     "KernelInfo",
-    "PackageFacts",
     "ValueRec",
     "digest_needed",
     "fold_index",
@@ -46,15 +48,6 @@ __all__ = [
 ]
 
 HISTORY_LENGTH = 20
-
-
-@dataclass(frozen=True, slots=True)
-class PackageFacts:
-    """What index.json shows from a package's desc.yaml."""
-
-    title: str
-    language: str
-    metric: dict[str, str] | None
 
 
 @dataclass(slots=True)
@@ -100,17 +93,21 @@ class IndexState:
     kernels: dict[str, KernelInfo] = field(default_factory=dict)
     open_subs: dict[str, tuple[str, str]] = field(default_factory=dict)  # sid → (arch, status)
     runners: dict[str, dict[str, Any]] = field(default_factory=dict)
-    facts: dict[str, PackageFacts] = field(default_factory=dict)
+    facts: dict[str, PackageSummary] = field(default_factory=dict)  # package digest → summary
+    pending: dict[str, PackageSummary] = field(default_factory=dict)  # open sid → its summary
 
 
 def digest_needed(state: IndexState, event: Event | UnknownEvent) -> str | None:
-    """The package digest whose facts the fold of `event` wants and the state lacks."""
-    if isinstance(event, SubmissionAccepted | KernelImported):
+    """The package digest whose summary the fold of `event` wants and neither the state nor
+    the event carries (events written before `submitted` carried the summary)."""
+    if isinstance(event, KernelImported) and event.summary is None:
+        return None if event.package_digest in state.facts else event.package_digest
+    if isinstance(event, SubmissionAccepted) and event.submission_id not in state.pending:
         return None if event.package_digest in state.facts else event.package_digest
     return None
 
 
-def with_facts(state: IndexState, digest: str, facts: PackageFacts) -> IndexState:
+def with_facts(state: IndexState, digest: str, facts: PackageSummary) -> IndexState:
     state.facts[digest] = facts
     return state
 
@@ -156,12 +153,18 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
     match event:
         case SubmissionSubmitted():
             state.open_subs[sid] = (event.kernel.arch, "queued")
+            if event.summary is not None:
+                state.pending[sid] = event.summary
         case SubmissionClaimed() if sid in state.open_subs:
             state.open_subs[sid] = (state.open_subs[sid][0], "running")
         case SubmissionAccepted():
+            summary = state.pending.pop(sid, None)
+            if summary is not None:
+                state.facts[event.package_digest] = summary
             _accepted(state, seq, event, at)
         case SubmissionRejected() | SubmissionFailed() | SubmissionCancelled():
             state.open_subs.pop(sid, None)
+            state.pending.pop(sid, None)
         case SubmissionCommitted() if event.kernel_id in state.kernels:
             rec = state.kernels[event.kernel_id].accepted.get(sid)
             if rec is not None:
@@ -184,6 +187,8 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
     state.log_seq, state.generated_at = seq, at
     match event:
         case KernelImported():
+            if event.summary is not None:
+                state.facts[event.package_digest] = event.summary
             info = _kernel(state, event.kernel_id)
             info.digest = event.package_digest
             bench = event.bench_result or {}

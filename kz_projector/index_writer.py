@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from kz_events.eventlog import EventLog, Stored
+from kz_events.events import PackageSummary
 from kz_projector.errors import PackageUnavailable
 from kz_projector.index import (
     IndexState,
-    PackageFacts,
     digest_needed,
     fold_index,
     render_index,
@@ -28,14 +28,14 @@ from kz_projector.packages import PackageSource, desc_of
 __all__ = ["IndexProjector", "build_index", "facts_of", "fold_events", "write_atomic"]
 
 
-async def facts_of(packages: PackageSource, digest: str) -> PackageFacts:
+async def facts_of(packages: PackageSource, digest: str) -> PackageSummary:
     """Title, language and metric of a package; an unreadable one shows as untitled."""
     try:
         desc = desc_of(await packages.files(digest))
     except PackageUnavailable:
         desc = {}
     metric = desc.get("metric")
-    return PackageFacts(
+    return PackageSummary(
         title=str(desc.get("title", "")),
         language=str(desc.get("language", "other")),
         metric={k: str(metric[k]) for k in ("name", "unit", "better") if k in metric}

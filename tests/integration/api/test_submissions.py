@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 from api_helpers import KERNEL, Api, accept, import_kernel, put_judge, stream_events, tarball
 
-from kz_events.events import SubmissionCancelled, SubmissionDisqualified, SubmissionSubmitted
+from kz_events.events import (
+    PackageSummary,
+    SubmissionCancelled,
+    SubmissionDisqualified,
+    SubmissionSubmitted,
+)
 from kz_events.subjects import PACKAGES_BUCKET
 
 pytestmark = pytest.mark.integration
@@ -38,6 +43,11 @@ async def test_submit_stores_package_and_appends_submitted(api: Api) -> None:
     assert [type(e) for e in events] == [SubmissionSubmitted]
     assert events[0].package_digest == hashlib.sha256(data).hexdigest()
     assert events[0].message == "first try" and events[0].submitter_id == "alice"
+    assert events[0].summary == PackageSummary(
+        title="RMSNorm reference",
+        language="python",
+        metric={"name": "latency", "unit": "us", "better": "lower"},
+    )
     assert await api.log.has_object(PACKAGES_BUCKET, events[0].package_digest)
 
 

@@ -20,6 +20,7 @@ from kz_events.events import (
     KernelClaimed,
     KernelImported,
     KernelReleased,
+    PackageSummary,
     RunnerDeregistered,
     RunnerHeartbeat,
     RunnerRegistered,
@@ -76,6 +77,10 @@ SAMPLES: dict[str, Event] = {
         base_commit="a" * 40,
         message="faster softmax",
         idempotency_key="k-1",
+        summary=PackageSummary(
+            title="Row softmax", language="triton",
+            metric={"name": "latency", "unit": "us", "better": "lower"},
+        ),
     ),
     "claimed": SubmissionClaimed(
         **_sub(2, "runner-1"), runner_id="runner-1", attempt=1, lease_id="L1"
@@ -195,6 +200,15 @@ def test_round_trip(tag: str) -> None:
     decoded = decode_event(encode_event(event))
     assert decoded == event
     assert type(decoded) is type(event)
+
+
+def test_a_submitted_event_without_a_summary_still_decodes() -> None:
+    """Events stored before `submitted` carried the package summary read as summary None."""
+    payload = json.loads(GOLDEN.read_text())["submitted"]["payload"]
+    del payload["summary"]
+    event = decode_event(json.dumps(payload).encode())
+    assert isinstance(event, SubmissionSubmitted)
+    assert event.summary is None
 
 
 def test_common_envelope() -> None:

@@ -6,10 +6,12 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
 from kz_events.events import (
     KernelImported,
+    PackageSummary,
     SubmissionAccepted,
     SubmissionClaimed,
     SubmissionCommitted,
@@ -18,7 +20,7 @@ from kz_events.events import (
 )
 from kz_package.schemas import validate
 from kz_package.yaml_safe import load_yaml
-from kz_projector.index import IndexState, PackageFacts, fold_index, render_index, with_facts
+from kz_projector.index import IndexState, digest_needed, fold_index, render_index, with_facts
 from kz_projector.scoreboard import (
     Accepted,
     Board,
@@ -35,6 +37,7 @@ pytestmark = pytest.mark.unit
 KID = "cpu/Norm/RMSNorm/fp32/k"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 METRIC = {"name": "latency", "unit": "us", "better": "lower"}
+SUMMARY = PackageSummary(title="T", language="python", metric=METRIC)
 
 
 def _result(value: float) -> dict[str, Any]:
@@ -125,7 +128,7 @@ def _index(upto: int | None = None) -> bytes:
     for seq, event in enumerate(_events()[:upto], start=1):
         digest = getattr(event, "package_digest", None)
         if digest is not None:
-            state = with_facts(state, digest, PackageFacts("T", "python", METRIC))
+            state = with_facts(state, digest, SUMMARY)
         state = fold_index(state, seq, event)
     return render_index(state)
 
@@ -148,6 +151,30 @@ def test_index_can_be_rendered_as_of_a_past_position() -> None:
     """Folding a prefix of the log gives the index as it was then."""
     doc = json.loads(_index(4))
     assert doc["log_seq"] == 4 and doc["kernels"][0]["best"]["value"] == 5.0
+
+
+def test_the_index_titles_kernels_from_the_summary_events_carry() -> None:
+    """A `submitted` event's summary titles the kernel once accepted; the fold asks for no
+    package, and a refused submission's summary is not kept."""
+    summary = PackageSummary(title="Fast norm", language="cuda", metric=METRIC)
+    state = IndexState()
+    for seq, event in enumerate(_events(), start=1):
+        if isinstance(event, SubmissionSubmitted):
+            event = msgspec.structs.replace(event, summary=summary)
+        if isinstance(event, KernelImported):
+            event = msgspec.structs.replace(event, summary=summary)
+        assert digest_needed(state, event) is None
+        state = fold_index(state, seq, event)
+    kernel = json.loads(render_index(state))["kernels"][0]
+    assert (kernel["title"], kernel["language"]) == ("Fast norm", "cuda")
+    assert list(state.pending) == ["00000000-0000-4000-8000-000000000009"]  # still queued
+
+
+def test_events_without_a_summary_ask_for_the_package() -> None:
+    """Older events carry no summary: the fold names the digest whose desc.yaml it needs."""
+    state = IndexState()
+    wanted = [digest_needed(state, e) for e in _events()]
+    assert wanted[0] == "p0" and "p1" in wanted
 
 
 def test_lost_tasks_are_last_attempts_quiet_past_lease_and_grace() -> None:
