@@ -12,7 +12,6 @@ import logging
 import platform
 import shutil
 import socket
-import tarfile
 import tempfile
 import threading
 import time
@@ -22,7 +21,13 @@ from pathlib import Path
 
 from kz_events.errors import KzError, LogUnavailable
 from kz_events.ids import KernelId
-from kz_package import PackageError, unpack_tarball, validate_result_document
+from kz_package import (
+    PACKAGE_DIR,
+    PackageError,
+    read_package_files,
+    unpack_tarball,
+    validate_result_document,
+)
 from kz_runner.backends.base import Backend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import StepLimits
@@ -150,13 +155,14 @@ class Runner:
         task.cancel.set()
 
     async def _heartbeat(self, task: _Task) -> None:
+        # The claim was the first sign of life; a task done within a beat sends no heartbeat.
         while True:
+            await asyncio.sleep(self.options.heartbeat_s)
             try:
                 if await self.transport.heartbeat(task.lease, task.phase):
                     task.cancel.set()
             except KzError as exc:
                 log.warning("heartbeat for %s failed: %s", task.lease.submission_id, exc.message)
-            await asyncio.sleep(self.options.heartbeat_s)
 
     async def _execute(self, task: _Task) -> TaskOutcome:
         lease = task.lease
@@ -201,15 +207,12 @@ class Runner:
         bundle = base / "judge.tar.gz"
         if not await self.transport.fetch_judge(lease, bundle):
             return None
-        judge_dir = base / "judge"
-        with tarfile.open(bundle, "r:gz") as tar:
-            tar.extractall(judge_dir, filter="data")
-        trusted = judge_dir / ".kernel_package"
+        trusted = read_package_files(bundle)
         for name in JUDGE_FILES:
-            if (trusted / name).is_file():
-                shutil.copyfile(trusted / name, workdir / ".kernel_package" / name)
-        baseline = workdir / ".kernel_package" / "bench_result.yaml"
-        return baseline if (trusted / "bench_result.yaml").is_file() else None
+            if (entry := trusted.get(f"{PACKAGE_DIR}/{name}")) is not None:
+                (workdir / PACKAGE_DIR / name).write_bytes(entry[1])
+        baseline = workdir / PACKAGE_DIR / "bench_result.yaml"
+        return baseline if f"{PACKAGE_DIR}/bench_result.yaml" in trusted else None
 
     def _environment(self) -> dict[str, str]:
         return {

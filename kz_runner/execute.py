@@ -1,21 +1,21 @@
 """Run one task's two scripts in a backend and turn how they ended into a reason code.
 
 `build_test_env.py` runs first, then `benchmark.py`, both with the work dir as cwd and the
-environment of CONTRACTS.md; the harness is copied read-only beside the task and put on
+environment of CONTRACTS.md; the harness is copied read-only once per process and put on
 PYTHONPATH. Every ending has its own reason: accepted, rejected, build_failed,
 benchmark_error, invalid_result (exit 0 but no valid document), timed_out, cancelled.
 """
 
 from __future__ import annotations
 
-import contextlib
+import atexit
 import os
 import platform
 import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,21 +103,33 @@ class _Log:
         return b"".join(self.parts)
 
 
-@contextlib.contextmanager
-def _harness_copy(harness_path: Path) -> Iterator[Path]:
-    """A private, world-readable copy of kz_harness, so the sandbox sees nothing else."""
-    source = harness_path / "kz_harness"
+_HARNESS_COPIES: dict[Path, Path] = {}
+
+
+def _remove_copy(root: Path) -> None:
+    for path in (root, *root.rglob("*")):
+        if path.is_dir():
+            path.chmod(0o755)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def harness_root(harness_path: Path) -> Path:
+    """A private, world-readable, read-only copy of kz_harness, so the sandbox sees nothing
+    else; made once per process and source, shared by its tasks, removed at exit."""
+    source = (harness_path / "kz_harness").resolve()
+    if source in _HARNESS_COPIES and _HARNESS_COPIES[source].is_dir():
+        return _HARNESS_COPIES[source]
     if not (source / "__init__.py").is_file():
         raise ConfigError(f"harness_path must hold kz_harness/__init__.py, got {harness_path}")
     root = Path(tempfile.mkdtemp(prefix="kz-harness-"))
-    try:
-        root.chmod(0o755)
-        shutil.copytree(
-            source, root / "kz_harness", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-        )
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(
+        source, root / "kz_harness", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    for path in sorted((root, *root.rglob("*")), reverse=True):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    atexit.register(_remove_copy, root)
+    _HARNESS_COPIES[source] = root
+    return root
 
 
 def _environment(spec: TaskSpec, harness_root: Path) -> dict[str, str]:
@@ -251,21 +263,21 @@ def execute_task(
     """Run the task's build step then its benchmark in `backend`; see the module docstring."""
     run = _Run(spec, backend, cancelled)
     result_path = spec.workdir / RESULT_FILE
-    with _harness_copy(spec.harness_path) as harness_root:
-        env = _environment(spec, harness_root)
-        readonly = (harness_root, *([spec.baseline_path] if spec.baseline_path else []))
-        if _script_missing(spec.workdir, _BUILD):
-            return run.outcome("build_failed", f"{_BUILD} is missing")
-        reason = _failure(run.step(_BUILD, env, readonly), "build_failed")
-        if reason is not None:
-            return run.outcome(reason, f"{_BUILD} did not succeed")
-        if _script_missing(spec.workdir, _BENCHMARK):
-            return run.outcome("benchmark_error", f"{_BENCHMARK} is missing")
-        result_path.unlink(missing_ok=True)
-        reason = _failure(run.step(_BENCHMARK, env, readonly), "benchmark_error")
-        if reason is not None:
-            return run.outcome(reason, f"{_BENCHMARK} did not succeed")
-        document, problem = _read_result(result_path, validate_result)
+    harness = harness_root(spec.harness_path)
+    env = _environment(spec, harness)
+    readonly = (harness, *([spec.baseline_path] if spec.baseline_path else []))
+    if _script_missing(spec.workdir, _BUILD):
+        return run.outcome("build_failed", f"{_BUILD} is missing")
+    reason = _failure(run.step(_BUILD, env, readonly), "build_failed")
+    if reason is not None:
+        return run.outcome(reason, f"{_BUILD} did not succeed")
+    if _script_missing(spec.workdir, _BENCHMARK):
+        return run.outcome("benchmark_error", f"{_BENCHMARK} is missing")
+    result_path.unlink(missing_ok=True)
+    reason = _failure(run.step(_BENCHMARK, env, readonly), "benchmark_error")
+    if reason is not None:
+        return run.outcome(reason, f"{_BENCHMARK} did not succeed")
+    document, problem = _read_result(result_path, validate_result)
     if document is None:
         return run.outcome("invalid_result", problem)
     verdict = "accepted" if document.get("accepted") is True else "rejected"

@@ -10,6 +10,7 @@ import asyncio
 import io
 import logging
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,15 @@ from kz_events.events import (
     TaskHeartbeat,
     decode_event,
 )
-from kz_events.lifecycle import Claim, ReportResult, SubmissionState, decide, fold
+from kz_events.lifecycle import (
+    Claim,
+    Command,
+    ReportResult,
+    SubmissionState,
+    decide,
+    evolve,
+    fold,
+)
 from kz_events.subjects import (
     EVENTS_STREAM,
     LOGS_BUCKET,
@@ -54,6 +63,7 @@ class NativeTransport:
         self.info: RunnerInfo | None = None
         self._subs: list[Any] = []
         self._next = 0
+        self._claimed: dict[str, SubmissionState] = {}  # lease id → state after our claim
 
     async def register(self, info: RunnerInfo) -> None:
         self.info = info
@@ -99,9 +109,35 @@ class NativeTransport:
     async def _state(self, arch: str, submission_id: str) -> SubmissionState:
         return fold(await self.log.load(aggregate_filter("submission", arch, submission_id)))
 
+    async def _append(
+        self,
+        arch: str,
+        submission_id: str,
+        command: Callable[[], Command],
+        guess: SubmissionState | None,
+    ) -> SubmissionState:
+        """Append what `command()` decides for the submission under the per-aggregate check;
+        the state after it. `guess` is the state this runner believes current (what it saw
+        last): tried first, with loading the aggregate as the fallback, so the common case
+        costs no reads. Raises `RuleViolation` when the aggregate refuses the command and
+        `ConcurrencyConflict` when it kept moving."""
+        for _ in range(5):
+            state = guess if guess is not None else await self._state(arch, submission_id)
+            try:
+                event = decide(state, command())[0]
+                seq = await self.log.append(event, expect=state.version)
+            except (ConcurrencyConflict, RuleViolation):
+                if guess is None:
+                    raise
+                guess = None  # the guess was stale: decide against the stored aggregate
+                continue
+            return evolve(state, event, seq)
+        raise ConcurrencyConflict(f"submission {submission_id} kept changing")
+
     async def _claim(self, msg: Msg) -> Lease | None:
         """Append `claimed` for this delivery; a task that cannot be claimed is acked away."""
         assert self.info is not None
+        info = self.info
         submitted = decode_event(msg.data)
         if not isinstance(submitted, SubmissionSubmitted):
             await msg.term()
@@ -109,34 +145,37 @@ class NativeTransport:
         arch = submitted.kernel.arch
         attempt = int(msg.metadata.num_delivered)
         lease_id = str(uuid.uuid4())
-        for _ in range(5):
-            state = await self._state(arch, submitted.submission_id)
-            command = Claim(
-                meta=EventMeta.now(self.info.runner_id),
-                runner_id=self.info.runner_id,
-                lease_id=lease_id,
-                attempt=attempt,
+        # A first delivery usually finds the submission as it was submitted: try that first.
+        first = fold([(int(msg.metadata.sequence.stream), submitted)]) if attempt == 1 else None
+        try:
+            state = await self._append(
+                arch,
+                submitted.submission_id,
+                lambda: Claim(
+                    meta=EventMeta.now(info.runner_id),
+                    runner_id=info.runner_id,
+                    lease_id=lease_id,
+                    attempt=attempt,
+                ),
+                first,
             )
-            try:
-                events = decide(state, command)
-                await self.log.append(events[0], expect=state.version)
-            except RuleViolation:
-                await msg.ack()  # finished, cancelled or superseded: nothing to run
-                return None
-            except ConcurrencyConflict:
-                continue
-            return Lease(
-                submission_id=submitted.submission_id,
-                kernel_id=submitted.kernel_id,
-                arch=arch,
-                attempt=attempt,
-                lease_id=lease_id,
-                package_digest=submitted.package_digest,
-                new_kernel=submitted.new_kernel,
-                handle=msg,
-            )
-        await msg.nak()
-        return None
+        except RuleViolation:
+            await msg.ack()  # finished, cancelled or superseded: nothing to run
+            return None
+        except ConcurrencyConflict:
+            await msg.nak()
+            return None
+        self._claimed[lease_id] = state
+        return Lease(
+            submission_id=submitted.submission_id,
+            kernel_id=submitted.kernel_id,
+            arch=arch,
+            attempt=attempt,
+            lease_id=lease_id,
+            package_digest=submitted.package_digest,
+            new_kernel=submitted.new_kernel,
+            handle=msg,
+        )
 
     async def heartbeat(self, lease: Lease, phase: str) -> bool:
         assert self.info is not None
@@ -171,29 +210,30 @@ class NativeTransport:
 
     async def report(self, lease: Lease, report: Report) -> None:
         assert self.info is not None
+        info = self.info
         log_key = f"{lease.submission_id}-{lease.attempt}"
         await self.log.put_object(LOGS_BUCKET, log_key, io.BytesIO(report.log))
-        for _ in range(5):
-            state = await self._state(lease.arch, lease.submission_id)
-            command = ReportResult(
-                meta=EventMeta.now(self.info.runner_id),
-                runner_id=self.info.runner_id,
-                lease_id=lease.lease_id,
-                outcome=report.outcome,
-                result=report.result,
-                log_key=log_key,
-                environment=report.environment,
-                duration_s=report.duration_s,
-                timings=report.timings,
+        try:
+            await self._append(
+                lease.arch,
+                lease.submission_id,
+                lambda: ReportResult(
+                    meta=EventMeta.now(info.runner_id),
+                    runner_id=info.runner_id,
+                    lease_id=lease.lease_id,
+                    outcome=report.outcome,
+                    result=report.result,
+                    log_key=log_key,
+                    environment=report.environment,
+                    duration_s=report.duration_s,
+                    timings=report.timings,
+                ),
+                self._claimed.pop(lease.lease_id, None),
             )
-            try:
-                events = decide(state, command)
-                await self.log.append(events[0], expect=state.version)
-            except RuleViolation:
-                break  # cancelled or given to another runner meanwhile: our result is moot
-            except ConcurrencyConflict:
-                continue
-            break
+        except RuleViolation:
+            pass  # cancelled or given to another runner meanwhile: our result is moot
+        except ConcurrencyConflict:
+            log.warning("result for %s: the submission kept changing", lease.submission_id)
         await lease.handle.ack()
 
     async def runner_heartbeat(self, busy_with: str | None) -> None:
@@ -210,6 +250,7 @@ class NativeTransport:
         )
 
     async def hand_back(self, lease: Lease) -> None:
+        self._claimed.pop(lease.lease_id, None)
         await lease.handle.nak()
 
     async def close(self) -> None:

@@ -81,8 +81,19 @@ def test_the_steps_get_the_contract_environment(tmp_path: Path) -> None:
     assert env["KZ_KERNEL_ID"] == "sm90/GEMM/dense/fp8/t" and env["KZ_ARCH"] == "sm90"
     assert env["KZ_BASELINE_PATH"] == str(baseline) and baseline in bench.readonly_paths
     assert Path(env["KZ_RESULT_PATH"]).parent == workdir.resolve()
-    harness_root = Path(env["PYTHONPATH"])
-    assert harness_root in bench.readonly_paths and not harness_root.exists()  # removed after
+    harness = Path(env["PYTHONPATH"])
+    assert harness in bench.readonly_paths
+    assert sorted(p.name for p in harness.iterdir()) == ["kz_harness"]  # nothing else to see
+    assert (harness / "kz_harness" / "__init__.py").stat().st_mode & 0o777 == 0o444
+
+
+def test_tasks_share_one_harness_copy(tmp_path: Path) -> None:
+    """The harness is copied once per process, not once per task."""
+    backend = RecordingBackend()
+    execute_task(_spec(_package(tmp_path / "a")), backend, validate_result=check)
+    execute_task(_spec(_package(tmp_path / "b")), backend, validate_result=check)
+    roots = {step.env["PYTHONPATH"] for step in backend.steps}
+    assert len(roots) == 1
 
 
 def test_no_baseline_means_no_baseline_variable(tmp_path: Path) -> None:
