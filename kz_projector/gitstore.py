@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from dulwich.file import FileLocked
+from dulwich.object_store import PackBasedObjectStore
 from dulwich.objects import Blob, Commit, ObjectID, ShaFile, Tree
 from dulwich.refs import Ref
 from dulwich.repo import BaseRepo, MemoryRepo, Repo
 from dulwich.trailers import Trailer, format_trailers, parse_trailers
 
 from kz_projector.errors import RefLocked
+from kz_projector.gitpacks import consolidate_packs
 
 __all__ = [
     "MAIN",
@@ -129,6 +131,7 @@ class Writer:
 
     Objects wait in memory until `flush`, so a batch costs one pack file (fsynced when
     `core.fsyncObjectFiles` is set) instead of one file per object; reads see pending ones.
+    Small packs are rolled up as they accumulate (kz_projector.gitpacks).
     """
 
     def __init__(self, repo: BaseRepo, cache_size: int = 4096) -> None:
@@ -164,6 +167,8 @@ class Writer:
         if not self.pending:
             return
         self.store.add_objects([(obj, None) for obj in self.pending.values()])
+        if isinstance(self.store, PackBasedObjectStore):
+            consolidate_packs(self.store)
         self.known.update(self.pending)
         if len(self.known) > 200_000:
             self.known.clear()
