@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -374,6 +375,12 @@ async def load_phase(
     return load, began, window_end - began, time.perf_counter() - window_end
 
 
+def client_cpu_s() -> float:
+    """CPU seconds of this process (the load generator): it shares the machine's cores."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def start_profiles(
     stack: Stack, out: Path | None, duration: float
 ) -> list[subprocess.Popen[bytes]]:
@@ -423,11 +430,11 @@ def measure(args: argparse.Namespace, tmp: Path) -> Figures:
         stages = asyncio.run(stage_times(stack.nats.url, started, ended))
         bare = asyncio.run(bare_latency(stack.base, 200))
         profilers = start_profiles(stack, args.profile, args.duration)
-        cpu_before = stack.cpu_seconds()
+        cpu_before = {**stack.cpu_seconds(), "bench client": client_cpu_s()}
         load, _began, window, drain = asyncio.run(
             load_phase(stack, bodies[timed:], args.submitters, args.duration)
         )
-        cpu_after = stack.cpu_seconds()
+        cpu_after = {**stack.cpu_seconds(), "bench client": client_cpu_s()}
         for proc in profilers:
             proc.wait(60)
     done = max(1, len(load.final))

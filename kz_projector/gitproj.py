@@ -27,7 +27,12 @@ from kz_events.subjects import aggregate_filter
 from kz_projector.errors import BranchMoved
 from kz_projector.gitfold import Applied, GitFold
 from kz_projector.gitstore import Person, open_repo
-from kz_projector.packages import ObjectStorePackages, PackageSource, put_judge_bundle
+from kz_projector.packages import (
+    ObjectStorePackages,
+    PackageSource,
+    judge_bundle,
+    put_judge_bundle,
+)
 
 __all__ = ["COMMITTED_NS", "GitProjector", "committed_event_id", "utcnow"]
 
@@ -74,6 +79,7 @@ class GitProjector:
         self.subs: dict[str, SubmissionState] = {}
         self.unflushed: list[Applied] = []
         self.batch = batch
+        self.bundles: dict[str, bytes] = {}  # kernel id → the judge bundle put last
 
     @property
     def position(self) -> int:
@@ -119,7 +125,10 @@ class GitProjector:
                 await self.announce(applied)
         latest = {applied.kernel_id: applied.files for applied in done}
         for kernel_id, files in latest.items():
-            await put_judge_bundle(self.elog, kernel_id, files)
+            bundle = judge_bundle(files)
+            if self.bundles.get(kernel_id) != bundle:  # most commits leave the judge as it was
+                await put_judge_bundle(self.elog, kernel_id, bundle)
+                self.bundles[kernel_id] = bundle
 
     async def catch_up(self) -> int:
         """Fold every event now in the log (starting if needed); returns the position."""

@@ -205,5 +205,6 @@ def judge_bundle(files: FileMap) -> bytes:
     return out.getvalue()
 
 
-async def put_judge_bundle(elog: EventLog, kernel_id: str, files: FileMap) -> None:
-    await elog.put_object(PACKAGES_BUCKET, judge_key(kernel_id), io.BytesIO(judge_bundle(files)))
+async def put_judge_bundle(elog: EventLog, kernel_id: str, bundle: bytes) -> None:
+    """Store `bundle` (from `judge_bundle`) as main's judge files of `kernel_id`."""
+    await elog.put_object(PACKAGES_BUCKET, judge_key(kernel_id), io.BytesIO(bundle))
