@@ -83,10 +83,13 @@ def _projector(args: argparse.Namespace) -> int:
 
     async def work(elog: EventLog, settings: Settings) -> None:
         projectors = Projectors(elog, settings)
-        if args.once:
-            await projectors.catch_up()
-        else:
-            await projectors.run()
+        try:
+            if args.once:
+                await projectors.catch_up()
+            else:
+                await projectors.run()
+        finally:
+            projectors.close()
 
     try:
         _with_log(args, work)

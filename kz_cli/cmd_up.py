@@ -90,6 +90,7 @@ async def run_stack(
     elog = await EventLog.connect(url, LogOptions(replicas=settings.replicas), name="kz-up")
     await elog.ensure()
     tasks: list[asyncio.Task[object]] = []
+    projectors: Projectors | None = None
     try:
         api = uvicorn.Server(
             uvicorn.Config(
@@ -129,6 +130,8 @@ async def run_stack(
             api.should_exit = True
             await asyncio.gather(*tasks, return_exceptions=True)
             await runner.transport.close()
+        if projectors is not None:
+            projectors.close()
         await elog.close()
         if server is not None:
             await asyncio.to_thread(server.stop)

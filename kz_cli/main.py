@@ -6,7 +6,6 @@ A sub-command handler takes the parsed arguments and returns the process exit co
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -50,7 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)
-        gc.collect()  # close repositories and packs while the interpreter can still do so
     except KzError as exc:
         print(f"kz: {exc.message}", file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decid
 from kz_events.subjects import aggregate_filter
 from kz_projector.errors import BranchMoved
 from kz_projector.gitfold import Applied, GitFold
-from kz_projector.gitstore import Person, open_repo
+from kz_projector.gitstore import Person, close_repo, open_repo
 from kz_projector.packages import (
     ObjectStorePackages,
     PackageSource,
@@ -85,8 +85,15 @@ class GitProjector:
     def position(self) -> int:
         return self.fold.position if self.fold is not None else 0
 
+    def close(self) -> None:
+        """Close the repository this projector opened (a given `repo` is the caller's)."""
+        if self.fold is not None and self.repo is None:
+            close_repo(self.fold.repo)
+        self.fold = None
+
     async def start(self) -> None:
         """Open the repo, fold the log up to its head, and announce what the log lacks."""
+        self.close()
         repo = self.repo or open_repo(self.repo_path)
         self.fold = GitFold(repo, self.packages, service_person(self.settings))
         self.subs = {}
@@ -147,7 +154,7 @@ class GitProjector:
                 await self._follow()
             except BranchMoved as exc:
                 log.info("git projector: %s", exc.message)
-                self.fold = None
+                self.close()
 
     async def _follow(self) -> None:
         queue: asyncio.Queue[Stored] = asyncio.Queue(maxsize=10_000)

@@ -29,6 +29,7 @@ __all__ = [
     "FileMap",
     "Person",
     "Writer",
+    "close_repo",
     "commit_trailers",
     "open_repo",
     "read_subtree",
@@ -61,6 +62,12 @@ class Person:
 
 def _clean(text: str) -> str:
     return text.replace("<", "").replace(">", "").replace("\n", " ")
+
+
+def close_repo(repo: BaseRepo) -> None:
+    """Close a repository's open pack files (a memory repo has none)."""
+    if isinstance(repo, Repo):
+        repo.close()
 
 
 def open_repo(path: Path | None, *, create: bool = True) -> BaseRepo:

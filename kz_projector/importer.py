@@ -47,7 +47,11 @@ def find_packages(root: Path) -> Iterator[Path]:
 
 def _export_main(repo_path: Path, into: Path) -> None:
     """Write main's tree of a git repo (bare or not) into `into`."""
-    repo = Repo(str(repo_path))
+    with Repo(str(repo_path)) as repo:
+        _export_tree(repo, into)
+
+
+def _export_tree(repo: Repo, into: Path) -> None:
     head = ref_value(repo, MAIN) or ref_value(repo, Ref(b"HEAD"))
     if head is None:
         return

@@ -14,7 +14,14 @@ from dulwich.repo import BaseRepo, Repo
 
 from kz_events.errors import InvalidInput
 from kz_events.ids import KernelId
-from kz_projector.gitstore import MAIN, commit_trailers, read_subtree, ref_value, walk_files
+from kz_projector.gitstore import (
+    MAIN,
+    close_repo,
+    commit_trailers,
+    read_subtree,
+    ref_value,
+    walk_files,
+)
 
 __all__ = ["CommitInfo", "KernelRepo"]
 
@@ -48,6 +55,12 @@ class KernelRepo:
         ):
             self._repo = Repo(str(path))
         return self._repo
+
+    def close(self) -> None:
+        """Close the repository if this reader opened it (its pack files stay open otherwise)."""
+        if self._path is not None and self._repo is not None:
+            close_repo(self._repo)
+            self._repo = None
 
     def head(self) -> str | None:
         repo = self._open()

@@ -16,7 +16,7 @@ from kz_events.config import Settings
 from kz_events.eventlog import EventLog
 from kz_projector.archive import Archive, ArchiveProjector
 from kz_projector.gitproj import GitProjector, service_person, utcnow
-from kz_projector.gitstore import open_repo
+from kz_projector.gitstore import close_repo, open_repo
 from kz_projector.index_writer import IndexProjector
 from kz_projector.packages import ObjectStorePackages
 from kz_projector.referee import Referee
@@ -40,15 +40,21 @@ class Projectors:
         debounce_s: float = 0.5,
     ) -> None:
         packages = ObjectStorePackages(elog)
-        repo = open_repo(settings.kernel_repo_path)
+        self.repo = repo = open_repo(settings.kernel_repo_path)
         self.git = GitProjector(elog, settings, packages=packages, clock=clock)
-        self.referee = Referee(elog, KernelRepo(settings.kernel_repo_path), packages,
-                               clock=clock, new_id=_new_id)
+        self.kernels = KernelRepo(settings.kernel_repo_path)
+        self.referee = Referee(elog, self.kernels, packages, clock=clock, new_id=_new_id)
         self.index = IndexProjector(elog, packages, settings.effective_index_path,
                                     debounce_s=debounce_s)
         self.archive = ArchiveProjector(elog, Archive(repo, service_person(settings)))
         self.sweeper = Sweeper(elog, lease_s=settings.lease_s, grace_s=settings.lease_s,
                                clock=clock, new_id=_new_id)
+
+    def close(self) -> None:
+        """Close the repositories the parts opened; call once they have stopped."""
+        self.git.close()
+        self.kernels.close()
+        close_repo(self.repo)
 
     async def catch_up(self) -> None:
         """Bring every part up to the end of the log once, until nothing new is appended."""
@@ -82,4 +88,8 @@ class Projectors:
 
 
 async def run_projectors(elog: EventLog, settings: Settings) -> None:
-    await Projectors(elog, settings).run()
+    projectors = Projectors(elog, settings)
+    try:
+        await projectors.run()
+    finally:
+        projectors.close()
