@@ -1,9 +1,11 @@
 """The referee: turns each `result` into `accepted`, `rejected` or `failed` through `decide(Judge)`.
 
 The benchmark's verdict stands; the rules check the result's form, that it comes from the
-current claim, and that it fits the kernel's metric (main's trusted desc.yaml for an existing
-kernel, the submitted package's for a new one). Appends carry the concurrency check; a result
-already judged or no longer current is skipped, so the referee is idempotent.
+current claim, and that it fits the kernel's metric: main's trusted desc.yaml for an existing
+kernel, read from the judge bundle the git projector keeps for runners (so the referee judges by
+the judge files the task ran with), or the submitted package's desc.yaml for a new kernel.
+Appends carry the concurrency check; a result already judged or no longer current is skipped,
+so the referee is idempotent.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from kz_events.errors import ConcurrencyConflict, RuleViolation
+from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
 from kz_events.eventlog import EventLog
 from kz_events.events import Event, EventMeta, SubmissionResult, UnknownEvent
 from kz_events.ids import KernelId
@@ -26,13 +28,10 @@ from kz_events.lifecycle import (
     evolve,
     fold,
 )
-from kz_events.subjects import aggregate_filter
-from kz_package.archive import PACKAGE_DIR
+from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter, judge_key
 from kz_package.errors import PackageError
-from kz_package.yaml_safe import load_yaml
 from kz_projector.errors import PackageUnavailable
-from kz_projector.packages import PackageSource, desc_of
-from kz_projector.repo_read import KernelRepo
+from kz_projector.packages import PackageSource, desc_of, files_from_tarball
 
 __all__ = ["Referee", "metric_spec"]
 
@@ -46,13 +45,20 @@ def metric_spec(desc: dict[str, object]) -> MetricSpec | None:
     return MetricSpec(str(metric["name"]), str(metric["unit"]), str(metric["better"]))
 
 
+def _bundle_metric(bundle: bytes) -> MetricSpec | None:
+    try:
+        desc = desc_of(files_from_tarball(bundle))
+    except PackageError:
+        return None
+    return metric_spec(desc) if desc else None
+
+
 class Referee:
     """Judges results; keeps an in-memory fold of open submissions to find what is pending."""
 
     def __init__(
         self,
         elog: EventLog,
-        repo: KernelRepo,
         packages: PackageSource,
         *,
         clock: Callable[[], datetime],
@@ -60,7 +66,7 @@ class Referee:
         actor: str = "referee",
     ) -> None:
         self.elog = elog
-        self.repo = repo
+        self.trusted: dict[str, tuple[bytes, MetricSpec | None]] = {}  # kernel → bundle, metric
         self.packages = packages
         self.clock = clock
         self.new_id = new_id
@@ -149,14 +155,17 @@ class Referee:
 
     async def metric_for(self, state: SubmissionState) -> MetricSpec | None:
         """Main's trusted metric for an existing kernel; the submitted desc's for a new one."""
-        trusted = self.repo.read_file_or_none(state.kernel_id, f"{PACKAGE_DIR}/desc.yaml")
-        if trusted is not None:
-            try:
-                data = load_yaml(trusted, path="desc.yaml")
-            except PackageError:
-                data = None
-            if isinstance(data, dict):
-                return metric_spec(data)
+        try:
+            bundle = await self.elog.get_object_bytes(PACKAGES_BUCKET, judge_key(state.kernel_id))
+        except ObjectNotFound:
+            bundle = None
+        if bundle is not None:
+            known = self.trusted.get(state.kernel_id)
+            if known is None or known[0] != bundle:
+                known = (bundle, _bundle_metric(bundle))
+                self.trusted[state.kernel_id] = known
+            if known[1] is not None:
+                return known[1]
         try:
             files = await self.packages.files(state.package_digest)
         except PackageUnavailable:

@@ -20,7 +20,6 @@ from kz_projector.gitstore import close_repo, open_repo
 from kz_projector.index_writer import IndexProjector
 from kz_projector.packages import ObjectStorePackages
 from kz_projector.referee import Referee
-from kz_projector.repo_read import KernelRepo
 from kz_projector.sweeper import Sweeper
 
 __all__ = ["Projectors", "run_projectors"]
@@ -42,8 +41,7 @@ class Projectors:
         packages = ObjectStorePackages(elog)
         self.repo = repo = open_repo(settings.kernel_repo_path)
         self.git = GitProjector(elog, settings, packages=packages, clock=clock)
-        self.kernels = KernelRepo(settings.kernel_repo_path)
-        self.referee = Referee(elog, self.kernels, packages, clock=clock, new_id=_new_id)
+        self.referee = Referee(elog, packages, clock=clock, new_id=_new_id)
         self.index = IndexProjector(elog, packages, settings.effective_index_path,
                                     debounce_s=debounce_s)
         self.archive = ArchiveProjector(elog, Archive(repo, service_person(settings)))
@@ -53,7 +51,6 @@ class Projectors:
     def close(self) -> None:
         """Close the repositories the parts opened; call once they have stopped."""
         self.git.close()
-        self.kernels.close()
         close_repo(self.repo)
 
     async def catch_up(self) -> None:
