@@ -3,12 +3,15 @@
 Every timed call gets fresh inputs from `make_inputs()` and, before it, a pass that writes a
 buffer larger than the last-level cache; the warm-up does exactly the same, only its samples
 are dropped. Sampling stops when the SEM is below `target_rel_sem` of the mean (after at
-least `min_samples`), when the budget is spent, or at `max_samples`.
+least `min_samples`), when the budget is spent, or at `max_samples`. The garbage collector is
+off while sampling (as `timeit` does), so a collection of the benchmark's own garbage never
+lands inside one timed call.
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import math
 import time
 from collections.abc import Callable
@@ -145,13 +148,20 @@ def bench_cpu(
         return float(time.perf_counter_ns() - begin)
 
     fn(*as_args(make_inputs()))
-    samples, stop = sample_adaptively(
-        timed_call,
-        now=time.perf_counter,
-        warmup_s=warmup_s,
-        budget_s=budget_s,
-        max_samples=max_samples,
-        min_samples=min_samples,
-        target_rel_sem=target_rel_sem,
-    )
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        samples, stop = sample_adaptively(
+            timed_call,
+            now=time.perf_counter,
+            warmup_s=warmup_s,
+            budget_s=budget_s,
+            max_samples=max_samples,
+            min_samples=min_samples,
+            target_rel_sem=target_rel_sem,
+        )
+    finally:
+        if collecting:
+            gc.enable()
     return Stats.from_samples(samples, unit="ns", stop=stop).to_unit(unit)
