@@ -4,7 +4,9 @@ and edge states: API errors, an empty zoo and 10,000 kernels."""
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -136,6 +138,7 @@ def test_no_kernels_yet_is_an_empty_state(page: Any, webui_base_url: str) -> Non
     assert "No kernels yet" in page.locator(".state-empty").inner_text()
 
 
+@functools.cache
 def _big(n: int, groups: int = 200) -> bytes:
     return render_accepted(
         Accepted(
@@ -170,6 +173,35 @@ def test_ten_thousand_kernels_render_a_bounded_first_page(page: Any, webui_base_
         f"\n10,000 kernels ({len(body) / 1e6:.1f} MB index.json): first board rendered"
         f" {rendered:.0f} ms into the page, {elapsed * 1000:.0f} ms wall"
     )
+
+
+def test_ten_thousand_kernels_rank_on_the_last_page_and_in_a_search(
+    page: Any, webui_base_url: str
+) -> None:
+    """Boards built on demand (the last page, a search over all) rank as the projection does."""
+    body = _big(10_000)
+    index = json.loads(body)
+    page.route(
+        "**/api/index.json*",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=body),
+    )
+    page.goto(f"{webui_base_url}/webui/#/?page=25")
+    page.wait_for_selector("a.kname", timeout=30_000)
+    assert "page 25 of 25" in page.locator(".pager").inner_text()
+    cards = page.locator("section[data-board]")
+    assert cards.count() == 8
+    for card in cards.all():
+        ranked = index["leaderboards"][card.get_attribute("data-board")]
+        names = card.locator("a.kname").all_inner_texts()
+        assert names == [r["kernel_id"].split("/")[4] for r in ranked[:10]]
+    page.fill("#search", "k9999")
+    page.wait_for_function("document.querySelectorAll('a.kname').length === 1")
+    assert "1 kernels on 1 boards" in page.locator(".summary").inner_text()
+    group = "sm90/Op19/main/fp16"
+    assert page.locator("section[data-board]").get_attribute("data-board") == group
+    values = {k["id"]: k["best"]["value"] for k in index["kernels"] if k["id"].startswith(group)}
+    rank = 1 + sum(v < values[f"{group}/k9999"] for v in values.values())
+    assert re.match(rf"{rank}(?!\d)", page.locator("td.col-rank").inner_text())
 
 
 def test_a_board_of_250_kernels_is_paged(page: Any, webui_base_url: str) -> None:

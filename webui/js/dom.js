@@ -79,3 +79,9 @@ export function replaceKeepingFocus(container, ...children) {
 export function setTitle(...parts) {
   document.title = [...parts.filter(Boolean), 'kernel zoo'].join(' · ');
 }
+
+/** Run `fn(deadline)` when the page is idle; where requestIdleCallback is missing, soon. */
+export function whenIdle(fn) {
+  if (typeof requestIdleCallback === 'function') return requestIdleCallback(fn);
+  return setTimeout(() => fn({ didTimeout: false, timeRemaining: () => 10 }), 0);
+}

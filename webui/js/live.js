@@ -2,8 +2,9 @@
 // that refetches index.json when an event may have changed it.
 
 import { api } from './api.js';
+import { whenIdle } from './dom.js';
 import { changesIndex } from './lib/events.js';
-import { normaliseIndex } from './lib/model.js';
+import { buildBoards, normaliseIndex } from './lib/model.js';
 
 const FEED_LIMIT = 300;
 const NAMED_TYPES = ['submitted', 'claimed', 'result', 'accepted', 'rejected', 'failed', 'cancelled', 'committed', 'disqualified', 'imported', 'kernel_claimed', 'kernel_released', 'registered', 'deregistered'];
@@ -114,6 +115,7 @@ class IndexStore {
         this.index = normaliseIndex(raw);
         this.error = null;
         this.updates.emit({ index: this.index, previous });
+        buildWhenIdle(this.index, () => this.index);
       })
       .catch((error) => {
         this.error = error;
@@ -149,6 +151,17 @@ class IndexStore {
 }
 
 export const indexStore = new IndexStore();
+
+/**
+ * Build the boards no view has read yet, a few at a time while the page is idle, so that a
+ * search, another page of boards or a kernel page finds them ready. Stops when `current()`
+ * is no longer this index (a newer one arrived).
+ */
+function buildWhenIdle(index, current) {
+  whenIdle(function step(deadline) {
+    if (current() === index && !buildBoards(index, () => deadline.timeRemaining() > 2)) whenIdle(step);
+  });
+}
 
 const pastCache = new Map();
 

@@ -1,9 +1,10 @@
 // index.json (the real projection's shape) normalises into ranked boards that filter, sort and
-// page; 10,000 kernels stay fast.
+// page; a board is built when first read, with the rows of building them all at once.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { disqualification, facets, filterBoards, locateKernel, normaliseIndex, normaliseScore, pageOf, samplesOf, sortEntries, spreadFromWorkloads, workloadParams } from '../../../webui/js/lib/model.js';
+import { buildBoards, disqualification, facets, filterBoards, kernelChanged, locateKernel, normaliseIndex, normaliseKernel, normaliseScore, pageOf, samplesOf, sortEntries, spreadFromWorkloads, workloadParams } from '../../../webui/js/lib/model.js';
+import { findReference, rankEntries, speedup } from '../../../webui/js/lib/rank.js';
 
 const real = JSON.parse(readFileSync(new URL('./fixtures/index.json', import.meta.url)));
 const board = JSON.parse(readFileSync(new URL('./fixtures/board.json', import.meta.url)));
@@ -156,4 +157,86 @@ test('10,000 kernels normalise, filter, sort and page into a bounded first page'
   assert.equal(index.boards.reduce((n, b) => n + b.entries.length, 0), 10_000);
   assert.ok(index.boards.every((b) => b.entries.every((e, i, all) => i === 0 || e.disqualified || all[i - 1].value <= e.value)));
   console.log(`# 10,000 kernels: normalise + filter + sort + page in ${elapsed.toFixed(0)} ms`);
+});
+
+/** Every board built at once, as the model did before boards were built on first read. */
+function eagerBoards(raw) {
+  const groups = new Map();
+  for (const k of raw.kernels.map(normaliseKernel)) groups.set(k.group, [...(groups.get(k.group) ?? []), k]);
+  return [...groups.keys()].sort().map((key) => {
+    const kernels = groups.get(key);
+    const metric = (kernels.find((k) => !k.disqualified && k.value !== null) ?? kernels[0]).metric;
+    const ref = findReference(kernels, raw.leaderboards?.[key]?.reference ?? null);
+    for (const k of kernels) {
+      k.speedup = k.disqualified ? null : speedup(k.value, ref?.value ?? null, metric.better);
+      k.isReference = ref !== null && k.id === ref.id;
+    }
+    return { key, metric, referenceId: ref?.id ?? null, entries: rankEntries(kernels, metric.better) };
+  });
+}
+
+const rows = (board) => board.entries.map((e) => [e.id, e.rank, e.tie, e.tieWith, e.speedup, e.isReference, e.value, e.disqualified, e.submitter]);
+
+test('boards built on first read, in any order, give the rows of building every board at once', () => {
+  for (const raw of [real, board, bigIndex(3_000)]) {
+    const eager = eagerBoards(raw);
+    const index = normaliseIndex(raw);
+    assert.deepEqual(index.boards.map((b) => b.key), eager.map((b) => b.key));
+    for (const i of [...index.boards.keys()].reverse()) {
+      const [lazy, want] = [index.boards[i], eager[i]];
+      assert.deepEqual(rows(lazy), rows(want), lazy.key);
+      assert.deepEqual([lazy.metric, lazy.referenceId, lazy.count], [want.metric, want.referenceId, want.entries.length]);
+    }
+  }
+});
+
+test('the board list, counts, facets and filters need no board built; a search builds them', () => {
+  const index = normaliseIndex(bigIndex(10_000));
+  const facetsOf = facets(index.boards);
+  const sm90 = filterBoards(index.boards, { arch: 'sm90', quant: 'fp8' });
+  assert.equal(index.boards.reduce((n, b) => n + b.count, 0), 10_000);
+  assert.equal(index.kernels.size, 10_000);
+  assert.deepEqual(facetsOf.quant, ['bf16', 'fp16', 'fp32', 'fp8', 'int4']);
+  assert.deepEqual(sm90.map((b) => b.key), ['sm90/Attention/main/fp8', 'sm90/GEMM/main/fp8', 'sm90/MoE/main/fp8', 'sm90/Norm/main/fp8', 'sm90/Quant/main/fp8']);
+  assert.equal(index.boards.filter((b) => b.built).length, 0);
+  assert.equal(sm90[0].entries.length, sm90[0].count);
+  assert.deepEqual(index.boards.filter((b) => b.built).map((b) => b.key), ['sm90/Attention/main/fp8']);
+  const found = filterBoards(index.boards, { q: 'k9999 ' });
+  assert.deepEqual(found.map((b) => [b.key, b.count, b.entries.map((e) => e.id)]), [['cpu/Quant/main/int4', 1, ['cpu/Quant/main/int4/k9999']]]);
+  assert.ok(index.boards.every((b) => b.built));
+});
+
+test('buildBoards builds while there is time and resumes where it stopped', () => {
+  const index = normaliseIndex(bigIndex(2_000));
+  let budget = 5;
+  assert.equal(buildBoards(index, () => budget-- > 0), false);
+  assert.equal(index.boards.filter((b) => b.built).length, 5);
+  assert.equal(buildBoards(index), true);
+  assert.ok(index.boards.every((b) => b.built));
+});
+
+test('kernels.get finds a kernel on its board, building only that board', () => {
+  const index = normaliseIndex(bigIndex(10_000));
+  const k = index.kernels.get('gfx942/Attention/main/int4/k1965');
+  assert.equal(k, index.boards.find((b) => b.key === 'gfx942/Attention/main/int4').entries.find((e) => e.id === k.id));
+  assert.equal(index.boards.filter((b) => b.built).length, 1);
+  assert.equal(index.kernels.get('gfx942/Attention/main/int4/nope'), undefined);
+  assert.equal(index.kernels.has('x/y/z/w/v'), false);
+  assert.equal([...index.kernels].length, 10_000);
+  const moved = normaliseIndex({ kernels: [{ id: 'a/b/c/d/k', arch: 'x', metric: {}, best: { value: 1 } }] });
+  assert.equal(moved.boards[0].key, 'x/b/c/d');
+  assert.equal(moved.kernels.get('a/b/c/d/k').rank, 1, 'an entry whose parts differ from its id is still found');
+});
+
+test('kernelChanged names new kernels and changed values, disqualifications and activity', () => {
+  const before = bigIndex(50);
+  const after = structuredClone(before);
+  after.kernels[3].best = { ...after.kernels[3].best, value: 1 };
+  after.kernels[4].last_activity_at = '2025-06-01T00:00:00Z';
+  after.kernels.push({ ...after.kernels[0], id: 'sm80/Attention/main/fp32/new', name: 'new' });
+  const [old, next] = [normaliseIndex(before), normaliseIndex(after)];
+  const changed = (id) => kernelChanged(old, next, id);
+  assert.deepEqual([3, 4, 5].map((i) => changed(after.kernels[i].id)), [true, true, false]);
+  assert.equal(changed('sm80/Attention/main/fp32/new'), true);
+  assert.equal(changed('no/such/kernel/at/all'), false);
 });

@@ -1,4 +1,6 @@
-// Pure read model: normalise index.json into boards, then filter, sort and page them.
+// Pure read model: normalise index.json into boards, then filter, sort and page them. A board
+// is built (its kernels normalised and ranked) the first time its entries are read, so a page
+// of boards costs that page, not the whole index.
 
 import { findReference, rankEntries, speedup } from './rank.js';
 import { parseTime } from './format.js';
@@ -70,14 +72,31 @@ export function disqualification(raw, best) {
   return { disqualified: true, dqReason: typeof dq === 'object' ? dq.reason ?? null : null, dqCount: 1 };
 }
 
-/** One index.json kernel entry into the flat shape the views use. */
-export function normaliseKernel(raw) {
+/** A raw kernel entry's id, its five parts and its board key (arch/op_class/sub_class/quant). */
+function kernelParts(raw) {
   const id = String(raw.id ?? raw.kernel_id);
   const split = id.split('/');
   const arch = raw.arch ?? split[0];
   const op_class = raw.op_class ?? split[1];
   const sub_class = raw.sub_class ?? split[2];
   const quant = raw.quant ?? split[3];
+  return { id, arch, op_class, sub_class, quant, name: raw.name ?? split[4], group: `${arch}/${op_class}/${sub_class}/${quant}` };
+}
+
+function given(x) {
+  return x !== null && x !== undefined;
+}
+
+/** kernelParts(raw).group without splitting the id when the entry names its parts (as projected). */
+function boardKey(raw) {
+  const { arch, op_class, sub_class, quant } = raw;
+  if (given(arch) && given(op_class) && given(sub_class) && given(quant)) return `${arch}/${op_class}/${sub_class}/${quant}`;
+  return kernelParts(raw).group;
+}
+
+/** One index.json kernel entry into the flat shape the views use. */
+export function normaliseKernel(raw) {
+  const { id, arch, op_class, sub_class, quant, name, group } = kernelParts(raw);
   const metric = raw.metric ?? {};
   const best = normaliseScore(raw.best);
   const current = normaliseScore(raw.current);
@@ -88,8 +107,8 @@ export function normaliseKernel(raw) {
     op_class,
     sub_class,
     quant,
-    name: raw.name ?? split[4],
-    group: `${arch}/${op_class}/${sub_class}/${quant}`,
+    name,
+    group,
     title: raw.title ?? '',
     language: raw.language ?? '',
     tags: raw.tags ?? [],
@@ -115,17 +134,11 @@ export function normaliseKernel(raw) {
   };
 }
 
-function boardIds(value) {
-  if (Array.isArray(value)) return value.map((v) => (typeof v === 'string' ? v : v.id ?? v.kernel_id));
-  const list = value?.kernel_ids ?? value?.kernels ?? value?.ranking ?? value?.entries ?? [];
-  return boardIds(list);
-}
-
-/** The index's leaderboards (object or list form) as {group: {ids, reference}}. */
-export function leaderboardHints(raw) {
-  const hints = {};
+/** The reference kernel each leaderboard of the index names (object or list form), as {group: id}. */
+export function leaderboardReferences(raw) {
+  const refs = {};
   const add = (key, value) => {
-    hints[key] = { ids: boardIds(value), reference: value?.reference ?? value?.reference_id ?? null };
+    refs[key] = value?.reference ?? value?.reference_id ?? null;
   };
   if (Array.isArray(raw)) {
     for (const item of raw) {
@@ -135,28 +148,81 @@ export function leaderboardHints(raw) {
   } else if (raw && typeof raw === 'object') {
     for (const [key, value] of Object.entries(raw)) add(key, value);
   }
-  return hints;
+  return refs;
 }
 
-function buildBoard(key, kernels, hint) {
-  const [arch, op_class, sub_class, quant] = key.split('/');
+function buildBoard(kernels, referenceId) {
   const live = kernels.find((k) => !k.disqualified && k.value !== null) ?? kernels[0];
   const metric = live.metric;
-  const ref = findReference(kernels, hint?.reference);
+  const ref = findReference(kernels, referenceId);
   const refValue = ref?.value ?? null;
   for (const k of kernels) {
     k.speedup = k.disqualified ? null : speedup(k.value, refValue, metric.better);
     k.isReference = ref !== null && k.id === ref.id;
   }
+  return { metric, referenceId: ref?.id ?? null, entries: rankEntries(kernels, metric.better) };
+}
+
+/**
+ * A board of raw kernel entries. `count` and the key's parts are there at once; `metric`,
+ * `referenceId` and the ranked `entries` are built on first read (or by `build()`), once.
+ */
+function lazyBoard(key, raws, referenceId) {
+  const [arch, op_class, sub_class, quant] = key.split('/');
+  let built = null;
+  const build = () => (built ??= buildBoard(raws.map(normaliseKernel), referenceId));
   return {
     key,
     arch,
     op_class,
     sub_class,
     quant,
-    metric,
-    referenceId: ref?.id ?? null,
-    entries: rankEntries(kernels, metric.better),
+    count: raws.length,
+    get built() {
+      return built !== null;
+    },
+    build,
+    get metric() {
+      return build().metric;
+    },
+    get referenceId() {
+      return build().referenceId;
+    },
+    get entries() {
+      return build().entries;
+    },
+  };
+}
+
+/** id -> board key, for the ids whose board the id's own prefix does not name. */
+function boardKeysById(groups) {
+  const keys = new Map();
+  for (const [key, raws] of groups) for (const raw of raws) keys.set(kernelParts(raw).id, key);
+  return keys;
+}
+
+/**
+ * id -> normalised kernel, read like a Map; a lookup builds only that kernel's board. The id's
+ * prefix names its board in every projected index; the full id -> board map is built only
+ * when it does not.
+ */
+function kernelLookup(boards, groups) {
+  const byKey = new Map(boards.map((b) => [b.key, b]));
+  let keyOf = null;
+  const find = (key, id) => byKey.get(key)?.entries.find((e) => e.id === id);
+  const get = (id) => {
+    const own = find(id.slice(0, id.lastIndexOf('/')), id);
+    if (own) return own;
+    keyOf ??= boardKeysById(groups);
+    return find(keyOf.get(id), id);
+  };
+  return {
+    size: boards.reduce((n, b) => n + b.count, 0),
+    get,
+    has: (id) => get(id) !== undefined,
+    *[Symbol.iterator]() {
+      for (const board of boards) for (const e of board.entries) yield [e.id, e];
+    },
   };
 }
 
@@ -183,27 +249,49 @@ function listQueue(raw) {
     .sort((a, b) => (a.arch < b.arch ? -1 : 1));
 }
 
-/** Normalise a whole index.json document. */
+/**
+ * Normalise a whole index.json document. One pass groups the raw kernels by board; each board
+ * normalises and ranks its kernels when first read (see `lazyBoard`), `buildBoards` builds the
+ * rest ahead of need. The rankings are those of building every board at once.
+ */
 export function normaliseIndex(raw) {
-  const kernels = listKernels(raw?.kernels).map(normaliseKernel);
-  const byId = new Map(kernels.map((k) => [k.id, k]));
-  const hints = leaderboardHints(raw?.leaderboards);
+  const references = leaderboardReferences(raw?.leaderboards);
   const groups = new Map();
-  for (const k of kernels) {
-    if (!groups.has(k.group)) groups.set(k.group, []);
-    groups.get(k.group).push(k);
+  for (const k of listKernels(raw?.kernels)) {
+    const key = boardKey(k);
+    const members = groups.get(key);
+    if (members) members.push(k);
+    else groups.set(key, [k]);
   }
-  const boards = [...groups.keys()].sort().map((key) => buildBoard(key, groups.get(key), hints[key]));
+  const boards = [...groups.keys()].sort().map((key) => lazyBoard(key, groups.get(key), references[key]));
   return {
     schemaVersion: raw?.schema_version ?? null,
     logSeq: raw?.log_seq ?? 0,
     headCommit: raw?.head_commit ?? null,
     generatedAt: raw?.generated_at ?? null,
-    kernels: byId,
+    kernels: kernelLookup(boards, groups),
     boards,
     queue: listQueue(raw?.queue),
     runners: normaliseRunners(raw?.runners),
   };
+}
+
+/** Build the boards not built yet while `more()` says there is time; true once all are built. */
+export function buildBoards(index, more = () => true) {
+  for (const board of index.boards) {
+    if (board.built) continue;
+    if (!more()) return false;
+    board.build();
+  }
+  return true;
+}
+
+/** True when kernel `id` is new in `index` or its value, disqualification or activity changed. */
+export function kernelChanged(previous, index, id) {
+  const k = index.kernels.get(id);
+  if (!k) return false;
+  const old = previous.kernels.get(id);
+  return !old || old.value !== k.value || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt;
 }
 
 /** Distinct archs, op classes and quants across boards, sorted, for the filter menus. */
@@ -212,25 +300,40 @@ export function facets(boards) {
   return { arch: pick('arch'), op_class: pick('op_class'), sub_class: pick('sub_class'), quant: pick('quant') };
 }
 
+const haystacks = new WeakMap();
+
+function haystack(entry) {
+  let hay = haystacks.get(entry);
+  if (hay === undefined) {
+    hay = `${entry.id} ${entry.title} ${entry.submitter ?? ''} ${entry.language}`.toLowerCase();
+    haystacks.set(entry, hay);
+  }
+  return hay;
+}
+
+function queryWords(q) {
+  return q.toLowerCase().split(/\s+/).filter(Boolean);
+}
+
 /** True when a kernel entry matches a free-text query (id, title, submitter, language). */
 export function matchesQuery(entry, q) {
   if (!q) return true;
-  const hay = `${entry.id} ${entry.title} ${entry.submitter ?? ''} ${entry.language}`.toLowerCase();
-  return q
-    .toLowerCase()
-    .split(/\s+/)
-    .filter(Boolean)
-    .every((word) => hay.includes(word));
+  const hay = haystack(entry);
+  return queryWords(q).every((word) => hay.includes(word));
 }
 
-/** Boards restricted to the filters; ranks stay those of the whole board. */
+/** Boards restricted to the filters; ranks stay those of the whole board. Only a search reads entries. */
 export function filterBoards(boards, filters = {}) {
+  const words = filters.q ? queryWords(filters.q) : [];
   const out = [];
   for (const board of boards) {
     if (['arch', 'op_class', 'sub_class', 'quant'].some((f) => filters[f] && board[f] !== filters[f])) continue;
-    const entries = filters.q ? board.entries.filter((e) => matchesQuery(e, filters.q)) : board.entries;
-    if (entries.length === 0 && filters.q) continue;
-    out.push(entries === board.entries ? board : { ...board, entries });
+    if (!filters.q) {
+      out.push(board);
+      continue;
+    }
+    const entries = board.entries.filter((e) => words.every((word) => haystack(e).includes(word)));
+    if (entries.length > 0) out.push({ ...board, entries, count: entries.length });
   }
   return out;
 }

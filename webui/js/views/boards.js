@@ -4,7 +4,7 @@
 import { empty, failure, fill, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
 import { indexAt, indexStore } from '../live.js';
 import { describeMetric, formatNumber, formatTimestamp } from '../lib/format.js';
-import { facets, filterBoards, pageOf, sortEntries } from '../lib/model.js';
+import { facets, filterBoards, kernelChanged, pageOf, sortEntries } from '../lib/model.js';
 import { formatHash, links } from '../lib/route.js';
 import { boardScale, boardTable } from './table.js';
 
@@ -28,14 +28,10 @@ function select(label, name, values, current, onChange) {
   );
 }
 
-function changedIds(previous, index) {
-  const out = new Set();
-  if (!previous) return out;
-  for (const [id, k] of index.kernels) {
-    const old = previous.kernels.get(id);
-    if (!old || old.value !== k.value || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt) out.add(id);
-  }
-  return out;
+/** The kernels to flash after a live update, asked per row shown: only those boards are compared. */
+function changesSince(previous, index) {
+  if (!previous) return new Set();
+  return { has: (id) => kernelChanged(previous, index, id) };
 }
 
 function pager(p, goTo, label) {
@@ -63,6 +59,7 @@ export function createBoardsView(ctx) {
   let body;
   let unsubscribe = () => {};
   let searchTimer = null;
+  let awaitingIndex = false;
 
   const set = (patch, replace = false) => ctx.navigate(formatHash(route.view, route.params, { ...route.query, ...patch }), { replace });
 
@@ -130,7 +127,7 @@ export function createBoardsView(ctx) {
 
   function renderOverview(filtered) {
     const p = pageOf(filtered, route.query.page, BOARDS_PER_PAGE);
-    const kernels = filtered.reduce((n, b) => n + b.entries.length, 0);
+    const kernels = filtered.reduce((n, b) => n + b.count, 0);
     const cards = p.items.map((board) => {
       const entries = sortEntries(board.entries, sortOf().key, sortOf().dir);
       const shown = entries.slice(0, ROWS_PER_CARD);
@@ -186,7 +183,9 @@ export function createBoardsView(ctx) {
       index = liveIndex = indexStore.index;
       if (!index) {
         fill(body, loading('Loading boards'));
+        awaitingIndex = true;
         await indexStore.load();
+        awaitingIndex = false;
         if (!indexStore.index) {
           fill(body, failure(indexStore.error, () => loadIndex()));
           return;
@@ -203,9 +202,12 @@ export function createBoardsView(ctx) {
   function onIndexUpdate({ index: next, previous, error }) {
     if (error || !next) return;
     liveIndex = next;
+    if (awaitingIndex) return; // loadIndex draws the index it waits for, once
     if (route.query.at) return renderTravel();
-    changed = changedIds(previous, next);
+    const recovered = !index; // the first load failed and a live update brought the index
+    changed = changesSince(previous, next);
     index = next;
+    if (recovered) renderToolbar();
     renderTravel();
     renderBody();
     changed = new Set();
