@@ -2,13 +2,20 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  chooseScale, describeMetric, formatBytes, formatDuration, formatNumber, formatRelative,
+  chooseScale, describeMetric, formatBytes, formatDuration, formatGrouped, formatNumber, formatRelative,
   formatScaled, formatSpeedup, formatSpread, formatTimestamp, formatValue, parseUnit, shortId,
 } from '../../../webui/js/lib/format.js';
 
 test('formatNumber keeps four significant digits and groups large integers', () => {
   const cases = [[412.6, '412.6'], [412.649, '412.6'], [1184, '1184'], [12345.6, '12,346'], [0.5, '0.5'], [7.1, '7.1'], [0, '0'], [-3.25, '-3.25'], [null, '—'], [NaN, '—'], [Infinity, '∞']];
   for (const [input, want] of cases) assert.equal(formatNumber(input), want, `formatNumber(${input})`);
+});
+
+test('formatGrouped writes what Intl en-US writes, without building a formatter for safe integers', () => {
+  const intl = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+  const cases = [0, -0, 0.4, -0.4, 0.5, -0.5, 2.5, -2.5, 999.5, 9999.5, 10000, 12345.5, -12345.5, 99999.49999999999, 123456789, -987654321.5, 2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, 1e21, 1.2345678901234567e25, -1e300];
+  for (let i = 0; i < 2000; i += 1) cases.push((i % 2 ? -1 : 1) * ((i * 7919) % 104729) ** (1 + (i % 3)) / (1 + (i % 7)));
+  for (const value of cases) assert.equal(formatGrouped(value), intl.format(value), `formatGrouped(${value})`);
 });
 
 test('parseUnit recognises time units, SI rates and opaque units', () => {

@@ -17,14 +17,27 @@ const SI_PREFIXES = [
 ];
 const SI_BASES = ['FLOP/s', 'FLOPS', 'B/s', 'OP/s', 'OPS', 'Hz'];
 
-const grouped = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+// Building an Intl.NumberFormat costs tens of milliseconds in a fresh page (locale data), so
+// it is made only for numbers too large to group exactly by hand.
+let intlGrouped = null;
+
+/** A value rounded to an integer with thousands separators, as Intl's en-US format writes it. */
+export function formatGrouped(value) {
+  const rounded = Math.round(Math.abs(value)); // half away from zero, as Intl rounds
+  if (!Number.isSafeInteger(rounded)) {
+    intlGrouped ??= new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+    return intlGrouped.format(value);
+  }
+  const digits = String(rounded).replace(/\B(?=(\d{3})+$)/g, ',');
+  return value < 0 || Object.is(value, -0) ? `-${digits}` : digits;
+}
 
 /** Format a number with about four significant digits; integers >= 1000 get grouping. */
 export function formatNumber(value, digits = 4) {
   if (value === null || value === undefined || Number.isNaN(value)) return '—';
   if (!Number.isFinite(value)) return value > 0 ? '∞' : '−∞';
   const abs = Math.abs(value);
-  if (abs >= 10 ** digits) return grouped.format(value);
+  if (abs >= 10 ** digits) return formatGrouped(value);
   if (abs === 0) return '0';
   const text = value.toPrecision(digits);
   if (text.includes('e')) return Number(text).toExponential(Math.max(0, digits - 2));
