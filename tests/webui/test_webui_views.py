@@ -49,6 +49,25 @@ def test_boards_overview_opens_with_ranked_rows(
     shot(page, "board.png", full_page=True)
 
 
+def test_overview_draws_its_boards_before_loading_the_other_views(
+    page: Any, webui_base_url: str
+) -> None:
+    """The first boards wait for index.json and the boards' modules only; the rest loads after."""
+    _open(page, webui_base_url, "#/")
+    page.wait_for_selector("[data-board] a.kname")
+    early = page.evaluate(
+        "(() => { const drawn = performance.getEntriesByName('kz:boards-rendered')[0].startTime;"
+        " return performance.getEntriesByType('resource').filter((r) => r.startTime < drawn)"
+        ".map((r) => new URL(r.name).pathname); })()"
+    )
+    assert {"/api/index.json", "/webui/js/views/boards.js", "/webui/js/lib/model.js"} <= set(early)
+    later = r"/views/(kernel|submission|activity|chart)\.js$"
+    assert [path for path in early if re.search(later, path)] == []
+    page.wait_for_function(
+        "performance.getEntriesByType('resource').some((r) => r.name.endsWith('/views/kernel.js'))"
+    )
+
+
 def test_filter_by_arch_and_search_narrows_the_boards(page: Any, webui_base_url: str) -> None:
     """Choosing an arch keeps only its boards; a search keeps only matching kernels."""
     _open(page, webui_base_url, "#/")

@@ -1,13 +1,10 @@
 // The shell: hash router, view lifecycle, live indicator, keyboard shortcuts.
 
-import { empty, fill, h, setTitle } from './dom.js';
+import { empty, fill, h, loading, setTitle, whenIdle } from './dom.js';
 import { indexStore, live } from './live.js';
 import { formatNumber, formatTimestamp } from './lib/format.js';
 import { parseHash } from './lib/route.js';
-import { createActivityView } from './views/activity.js';
 import { createBoardsView } from './views/boards.js';
-import { createKernelView } from './views/kernel.js';
-import { createSubmissionView } from './views/submission.js';
 
 const ctx = {
   now: () => Date.now(),
@@ -18,15 +15,17 @@ const ctx = {
   },
 };
 
-const FACTORIES = {
-  boards: createBoardsView,
-  board: createBoardsView,
-  kernel: createKernelView,
-  submission: createSubmissionView,
-  activity: createActivityView,
+// The boards are the first page most visits see: only their modules load before it is drawn.
+// The other views are imported on first visit, or in idle time once the index is in.
+const FACTORIES = { boards: createBoardsView, board: createBoardsView };
+const LAZY = {
+  kernel: () => import('./views/kernel.js').then((m) => m.createKernelView),
+  submission: () => import('./views/submission.js').then((m) => m.createSubmissionView),
+  activity: () => import('./views/activity.js').then((m) => m.createActivityView),
 };
 
 let current = null; // {key, view}
+let routing = 0; // the latest route(): a view that finishes loading after a newer one stays unmounted
 
 function viewKey(r) {
   // boards and board share a module but not a page; a kernel page is its params.
@@ -38,7 +37,21 @@ function notFound(main, r) {
   fill(main, empty(`Nothing at #${r.params.path}.`, ''), h('p', {}, h('a', { href: '#/' }, 'Go to the boards')));
 }
 
-function route() {
+const imports = {};
+
+/** Import a lazy view's module, once (again after a failure); resolves to its factory. */
+function importView(name) {
+  imports[name] ??= LAZY[name]().then(
+    (factory) => (FACTORIES[name] = factory),
+    (error) => {
+      delete imports[name];
+      throw error;
+    },
+  );
+  return imports[name];
+}
+
+async function route() {
   const r = parseHash(location.hash);
   const main = document.getElementById('main');
   for (const a of document.querySelectorAll('[data-nav]')) {
@@ -51,10 +64,31 @@ function route() {
   current?.view.unmount();
   current = null;
   if (r.view === 'notfound') return notFound(main, r);
-  const view = FACTORIES[r.view](ctx);
+  const ticket = ++routing;
+  let factory = FACTORIES[r.view];
+  if (!factory) {
+    fill(main, loading('Loading'));
+    try {
+      factory = await importView(r.view);
+    } catch (error) {
+      if (ticket === routing) fill(main, empty(`Could not load this page: ${error?.message ?? error}`, 'Reload the page to try again.'));
+      return;
+    }
+  }
+  if (ticket !== routing) return;
+  const view = factory(ctx);
   current = { key, view };
   view.mount(main, r);
   if (document.activeElement && !main.contains(document.activeElement)) window.scrollTo(0, 0);
+}
+
+/** Import the other views when the page is idle after the first index, so their first visit is instant. */
+function prefetchViews() {
+  const off = indexStore.updates.on(() => {
+    off();
+    // A failed prefetch is not an error yet: the visit imports again and says so if it fails.
+    whenIdle(() => Object.keys(LAZY).forEach((name) => importView(name).catch(() => {})));
+  });
 }
 
 function renderLive({ state }) {
@@ -89,3 +123,4 @@ document.addEventListener('keydown', onKey);
 renderLive({ state: 'connecting' });
 live.start();
 route();
+prefetchViews();
