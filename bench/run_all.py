@@ -247,6 +247,20 @@ def parse_e2e(_out: str, json_path: Path) -> list[Row]:
     ]
 
 
+def parse_webui(_out: str, json_path: Path) -> list[Row]:
+    fig = json.loads(json_path.read_text())
+    return [
+        Row(
+            f"web UI first board, {fig['kernels']:,} kernels, median of {fig['runs']} (ms)",
+            f"{fig['median_ms']:.0f} (min {fig['min_ms']:.0f}, max {fig['max_ms']:.0f})",
+            f"bare fetch + JSON.parse {fig['bare_median_ms']:.0f}",
+            f"{fig['ratio']:.2f}x",
+            "< 1,000 ms",
+            fig["passed"],
+        )
+    ]
+
+
 BENCHES = [
     Bench(
         "event log",
@@ -280,6 +294,7 @@ BENCHES = [
         parse_e2e,
         json_out=True,
     ),
+    Bench("web UI", "webui.py", [], ["--runs", "3"], parse_webui, json_out=True),
 ]
 
 
