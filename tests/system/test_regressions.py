@@ -18,6 +18,7 @@ from system_stack import Stack
 
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.events import KernelImported
+from kz_events.objects import MESSAGE_GET_CHUNKS
 from kz_events.server import EmbeddedServer
 from kz_events.subjects import PACKAGES_BUCKET
 
@@ -59,11 +60,14 @@ async def test_ensure_binds_to_a_bucket_made_with_other_settings(
 
 async def test_object_read_that_stalls_is_tried_again(nats_server: EmbeddedServer) -> None:
     """A read whose chunks never arrive (a consumer on a node rejoining the cluster) gives up
-    after its time limit and is tried again, instead of waiting forever."""
+    after its time limit and is tried again, instead of waiting forever. Only objects of more
+    than MESSAGE_GET_CHUNKS chunks are read through a consumer; smaller ones are message gets,
+    each bounded by the request timeout."""
+    payload = bytes(range(256)) * (512 * (MESSAGE_GET_CHUNKS + 1))  # one 128 KiB chunk too many
     elog = await EventLog.connect(nats_server.url, LogOptions(object_get_timeout_s=0.5))
     try:
         await elog.ensure()
-        await elog.put_object(PACKAGES_BUCKET, "k", io.BytesIO(b"payload"))
+        await elog.put_object(PACKAGES_BUCKET, "k", io.BytesIO(payload))
         store = await elog.bucket(PACKAGES_BUCKET)
         real_get = store.get
         calls: list[int] = []
@@ -77,8 +81,8 @@ async def test_object_read_that_stalls_is_tried_again(nats_server: EmbeddedServe
         store.get = stalls_once  # type: ignore[method-assign]
         sink = io.BytesIO()
         size = await asyncio.wait_for(elog.get_object(PACKAGES_BUCKET, "k", sink), 60)
-        assert size == len(b"payload")
-        assert sink.getvalue() == b"payload" and len(calls) == 2
+        assert size == len(payload)
+        assert sink.getvalue() == payload and len(calls) == 2
     finally:
         await elog.close()
 
