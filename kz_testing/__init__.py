@@ -1,0 +1,39 @@
+"""kz_testing: support code for kernel zoo's tests and benchmarks, not used by the platform itself.
+
+`KzProcess` runs a `kz` command as its own process group with a health wait and a stop that
+leaves nothing behind; `package_files` and friends build small valid kernel packages.
+"""
+
+from __future__ import annotations
+
+from kz_testing.packages import (
+    TRIVIAL_BENCHMARK,
+    TRIVIAL_BUILD,
+    package_files,
+    package_tarball,
+    write_package,
+)
+from kz_testing.process import (
+    HEALTH_PATH,
+    KZ,
+    KzProcess,
+    ProcessError,
+    kz_argv,
+    stop_all,
+    wait_healthy,
+)
+
+__all__ = [
+    "HEALTH_PATH",
+    "KZ",
+    "TRIVIAL_BENCHMARK",
+    "TRIVIAL_BUILD",
+    "KzProcess",
+    "ProcessError",
+    "kz_argv",
+    "package_files",
+    "package_tarball",
+    "stop_all",
+    "wait_healthy",
+    "write_package",
+]
