@@ -160,10 +160,17 @@ class Writer:
         return found
 
     def add(self, obj: ShaFile) -> ObjectID:
+        """Queue `obj` for the next pack unless the repo has it.
+
+        Only blobs are looked up in the object store: package files repeat from version to
+        version, while a tree or commit made here is almost always new, and asking the store
+        about an absent object walks every pack and rescans the pack directory. A tree that
+        does exist already is written again, which git allows; the pack roll-up keeps one.
+        """
         sha = obj.id
         if sha in self.known or sha in self.pending:
             return sha
-        if sha in self.cache or sha in self.store:
+        if sha in self.cache or (isinstance(obj, Blob) and sha in self.store):
             self.known.add(sha)
             return sha
         self.pending[sha] = obj
