@@ -25,10 +25,10 @@ import httpx
 
 from kz_events.cluster import LocalCluster
 from kz_events.server import EmbeddedServer, free_port
+from kz_testing import KzProcess, kz_argv
 
-__all__ = ["Proc", "RoundRobin", "RunnerSpec", "Stack", "StackError", "stream_leader", "wait_for"]
+__all__ = ["RoundRobin", "RunnerSpec", "Stack", "StackError", "stream_leader", "wait_for"]
 
-KZ = [sys.executable, "-m", "kz_cli.main"]
 REPO = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
@@ -55,93 +55,7 @@ def wait_for(
         time.sleep(every_s)
 
 
-@dataclass
-class Proc:
-    """One OS process of the stack in its own process group, logging to `log_path`."""
-
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    log_path: Path
-    popen: subprocess.Popen[bytes] | None = None
-    starts: int = 0
-
-    def start(self) -> Proc:
-        assert not self.alive, f"{self.name} is already running"
-        self.starts += 1
-        with self.log_path.open("ab") as sink:
-            sink.write(f"\n=== start #{self.starts}: {' '.join(self.argv)}\n".encode())
-            sink.flush()
-            self.popen = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                cwd=self.env.get("KZ_CWD", str(REPO)),
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        return self
-
-    @property
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        return self.popen.pid if self.popen else None
-
-    def signal(self, sig: int) -> None:
-        """Send `sig` to the whole process group (the process and anything it started)."""
-        if self.popen is not None and self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, sig)
-
-    def kill(self) -> None:
-        """SIGKILL the group, as a crash would, and reap it."""
-        self.signal(signal.SIGKILL)
-        self._reap(10)
-
-    def stop(self, timeout_s: float = 20.0) -> int | None:
-        """SIGTERM, wait up to `timeout_s`, then SIGKILL; the exit code of the TERM path."""
-        if self.popen is None:
-            return None
-        self.signal(signal.SIGTERM)
-        try:
-            return self.popen.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return None
-        finally:
-            # Whatever the leader left in its group goes too.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
-
-    def _reap(self, timeout_s: float) -> None:
-        if self.popen is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=timeout_s)
-
-    def tail(self, lines: int = 40) -> str:
-        if not self.log_path.exists():
-            return "(no log)"
-        text = self.log_path.read_text(errors="replace").splitlines()
-        return "\n".join(text[-lines:])
-
-    def errors(self, keep: int = 3) -> str:
-        """The last `keep` tracebacks and error lines of the log, which a tail may miss."""
-        if not self.log_path.exists():
-            return ""
-        found: list[list[str]] = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            if line.startswith(("Traceback", "kz:")) or " ERROR " in line:
-                found.append([line])
-            elif found and len(found[-1]) < 60 and (line.startswith(" ") or "Error" in line):
-                found[-1].append(line)
-        return "\n".join("\n".join(block) for block in found[-keep:])
-
-
-def _end_all(procs: dict[str, Proc], servers: list[EmbeddedServer]) -> None:
+def _end_all(procs: dict[str, KzProcess], servers: list[EmbeddedServer]) -> None:
     """SIGKILL every process of the stack still running. Only live `Popen` objects are
     signalled, so a pid the system has since given to someone else is never touched."""
     for proc in procs.values():
@@ -237,7 +151,7 @@ class Stack:
     apis: int = 2
     runners: tuple[RunnerSpec, ...] = DEFAULT_RUNNERS
     env: dict[str, str] = field(default_factory=dict)
-    procs: dict[str, Proc] = field(default_factory=dict, init=False)
+    procs: dict[str, KzProcess] = field(default_factory=dict, init=False)
     nats: EmbeddedServer | LocalCluster | None = field(default=None, init=False)
     api_ports: list[int] = field(default_factory=list, init=False)
     _servers: list[EmbeddedServer] = field(default_factory=list, init=False, repr=False)
@@ -289,9 +203,11 @@ class Stack:
         env.update(self.env)
         return env
 
-    def _proc(self, name: str, args: list[str], extra: dict[str, str] | None = None) -> Proc:
+    def _proc(
+        self, name: str, args: list[str], extra: dict[str, str] | None = None
+    ) -> KzProcess:
         env = {**self.base_env(), **(extra or {})}
-        proc = Proc(name, [*KZ, *args], env, self.logs / f"{name}.log")
+        proc = KzProcess(name, kz_argv(*args), env, self.logs / f"{name}.log", cwd=REPO)
         self.procs[name] = proc
         return proc
 
@@ -364,15 +280,7 @@ class Stack:
         self.nats.restart(i, timeout_s=timeout_s)
 
     def wait_api(self, i: int, timeout_s: float) -> None:
-        url = self.api_urls[i] + "/api/health"
-        proc = self.procs[f"api-{i}"]
-
-        def healthy() -> bool:
-            if not proc.alive:
-                raise StackError(f"api-{i} exited:\n{proc.tail()}")
-            return httpx.get(url, timeout=5).status_code == 200
-
-        wait_for(f"api-{i} health", healthy, timeout_s, every_s=0.2)
+        self.procs[f"api-{i}"].wait_healthy(self.api_urls[i], timeout_s)
 
     def wait_runners(self, count: int, timeout_s: float) -> None:
         """Wait until the API knows `count` runners (each registers when it starts)."""
@@ -392,7 +300,7 @@ class Stack:
     def kz(self, *args: str, timeout_s: float = 180.0) -> subprocess.CompletedProcess[str]:
         """Run a one-shot `kz` command against the stack (audit, index)."""
         return subprocess.run(
-            [*KZ, *args],
+            kz_argv(*args),
             env=self.base_env(),
             cwd=str(REPO),
             capture_output=True,

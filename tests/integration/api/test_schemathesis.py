@@ -4,13 +4,9 @@ content type, body) matches the OpenAPI document the app publishes."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import schemathesis
 from api_helpers import SECRET
@@ -23,6 +19,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from kz_events.server import EmbeddedServer, free_port
+from kz_testing import KzProcess, kz_argv
 
 pytestmark = pytest.mark.integration
 
@@ -58,34 +55,10 @@ def live_url(nats_server: EmbeddedServer, tmp_path: Path) -> Iterator[str]:
         "KZ_HOST": "127.0.0.1",
         "KZ_PORT": str(port),
     }
-    log = (tmp_path / "api.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kz_cli.main", "api"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, (tmp_path / "api.log").read_text()
-            try:
-                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "kz api did not answer within 60 s"
-            time.sleep(0.1)
+    with KzProcess("api", kz_argv("api"), env, tmp_path / "api.log") as api:
+        url = f"http://127.0.0.1:{port}"
+        api.wait_healthy(url, timeout_s=60)
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def test_api_conforms_to_its_document(live_url: str) -> None:
