@@ -1,18 +1,18 @@
 """Kernel packages for the system tests, as real gzip tarballs: scripted stub packages for a fake
 GPU architecture, small real benchmarks for the sandboxed `cpu` runners, and invalid ones.
 
-Each valid package carries a nonce in `src/` so no two submissions share a digest.
+Each valid package carries a random salt in `src/` so no two submissions share a digest.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from kz_package import pack_directory
+from kz_package import PACKAGE_DIR
+from kz_testing import package_files, package_tarball
 
 __all__ = [
     "BENCHMARK",
@@ -24,18 +24,6 @@ __all__ = [
     "invalid_package",
     "valid_package",
 ]
-
-DESC = """schema_version: 1
-kernel_id: {kernel_id}
-title: System test kernel {name}
-description: A kernel the system tests submit to, scripted to a verdict.
-authors: [System Tests <system@kernel-zoo.invalid>]
-language: python
-metric: {{name: latency, unit: us, better: lower}}
-workloads:
-  - name: tiny
-    params: {{n: 1}}
-"""
 
 # The judge of the `cpu` kernels: a real benchmark run in the sandbox. It reads the verdict the
 # package asks for from src/verdict.json, and writes a valid result document (or fails).
@@ -105,47 +93,38 @@ def expected_status(plan: Planned) -> str | None:
     return None if plan.invalid else OUTCOMES[plan.verdict]
 
 
-def _write_package(root: Path, kernel_id: str, verdict: str, value: float) -> Path:
-    meta = root / ".kernel_package"
-    meta.mkdir(parents=True)
-    name = kernel_id.rsplit("/", 1)[-1]
-    (meta / "desc.yaml").write_text(DESC.format(kernel_id=kernel_id, name=name))
-    (meta / "bench_result.yaml").write_text(f"schema_version: 1\nkernel_id: {kernel_id}\n")
-    (meta / "build_test_env.py").write_text(BUILD)
-    (meta / "benchmark.py").write_text(BENCHMARK)
-    src = root / "src"
-    src.mkdir()
-    script = {"verdict": verdict, "value": value}
-    (src / "stub.json").write_text(json.dumps(script))
-    (src / "verdict.json").write_text(json.dumps(script))
-    (src / "nonce.txt").write_text(uuid.uuid4().hex)
-    return root
-
-
-def _tar(root: Path) -> bytes:
-    out = io.BytesIO()
-    pack_directory(root, out)
-    return out.getvalue()
+def _files(kernel_id: str, verdict: str, value: float) -> dict[str, bytes]:
+    script = json.dumps({"verdict": verdict, "value": value})
+    return package_files(
+        kernel_id,
+        title=f"System test kernel {kernel_id.rsplit('/', 1)[-1]}",
+        workload="tiny",
+        benchmark=BENCHMARK,
+        build_test_env=BUILD,
+        src={"stub.json": script, "verdict.json": script},
+        salt=uuid.uuid4().hex,
+    )
 
 
 def valid_package(tmp: Path, kernel_id: str, verdict: str, value: float) -> bytes:
-    """A package for `kernel_id` whose benchmark (stub or real) answers `verdict`."""
-    return _tar(_write_package(tmp / uuid.uuid4().hex, kernel_id, verdict, value))
+    """A package for `kernel_id` whose benchmark (stub or real) answers `verdict` (built in
+    memory; `tmp` is not used)."""
+    return package_tarball(_files(kernel_id, verdict, value))
 
 
 def invalid_package(tmp: Path, kernel_id: str, kind: str) -> bytes:
     """A package the API must refuse at the door."""
     if kind == "not_gzip":
         return b"this is not a gzip tarball " + uuid.uuid4().bytes
-    root = _write_package(tmp / uuid.uuid4().hex, kernel_id, "accept", 1.0)
-    desc = root / ".kernel_package" / "desc.yaml"
+    files = _files(kernel_id, "accept", 1.0)
+    desc = f"{PACKAGE_DIR}/desc.yaml"
     if kind == "wrong_kernel_id":
-        desc.write_text(desc.read_text().replace(kernel_id, kernel_id + "_other"))
+        files[desc] = files[desc].replace(kernel_id.encode(), kernel_id.encode() + b"_other")
     elif kind == "bad_yaml":
-        desc.write_text("schema_version: 1\nkernel_id: [unclosed\n")
+        files[desc] = b"schema_version: 1\nkernel_id: [unclosed\n"
     else:
         raise ValueError(f"invalid kind: expected one of {INVALID_KINDS}, got {kind!r}")
-    return _tar(root)
+    return package_tarball(files)
 
 
 def build(tmp: Path, plan: Planned) -> bytes:

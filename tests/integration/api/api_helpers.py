@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import shutil
-import tempfile
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from dulwich.objects import Blob, Tree
 from dulwich.repo import Repo
 from litestar.testing import AsyncTestClient
 
+import kz_testing
 from kz_api.context import ApiContext
 from kz_events.config import Settings
 from kz_events.eventlog import EventLog
@@ -29,50 +28,36 @@ from kz_events.events import (
 )
 from kz_events.server import EmbeddedServer
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
-from kz_package import pack_directory
 
 KERNEL = "cpu/Norm/RMSNorm/fp32/numpy_ref"
 SECRET = b"test-lease-secret-0123456789abcdef"
 
-DESC = """schema_version: 1
-kernel_id: {kernel_id}
-title: RMSNorm reference
-description: Root-mean-square normalisation in numpy.
-authors: [Ada <ada@example.org>]
-language: python
-metric: {{name: latency, unit: us, better: {better}}}
-workloads:
-  - name: small
-    params: {{rows: 4, cols: 64}}
-"""
+TITLE = "RMSNorm reference"
 
 
-def write_package(
-    root: Path,
+def package(
     kernel_id: str = KERNEL,
     *,
     better: str = "lower",
-    benchmark: str = "print(1)\n",
+    benchmark: str = kz_testing.TRIVIAL_BENCHMARK,
     src: str = "x = 1\n",
-) -> Path:
-    """A valid package directory for `kernel_id` at `root`."""
-    meta = root / ".kernel_package"
-    meta.mkdir(parents=True, exist_ok=True)
-    (meta / "desc.yaml").write_text(DESC.format(kernel_id=kernel_id, better=better))
-    (meta / "bench_result.yaml").write_text(f"schema_version: 1\nkernel_id: {kernel_id}\n")
-    (meta / "build_test_env.py").write_text("print('ok')\n")
-    (meta / "benchmark.py").write_text(benchmark)
-    (root / "src").mkdir(exist_ok=True)
-    (root / "src" / "kernel.py").write_text(src)
-    return root
+) -> dict[str, bytes]:
+    """The files of a valid package for `kernel_id` with `src` as its `src/kernel.py`; its
+    workload is the one `RESULT_DOC` reports."""
+    return kz_testing.package_files(
+        kernel_id,
+        title=TITLE,
+        better=better,
+        workload="small",
+        benchmark=benchmark,
+        src={"kernel.py": src},
+    )
 
 
 def tarball(tmp: Path, name: str = "pkg", **kw: Any) -> bytes:
-    """The gzip tarball of a fresh valid package."""
-    root = write_package(tmp / name, **kw)
-    out = io.BytesIO()
-    pack_directory(root, out)
-    return out.getvalue()
+    """The gzip tarball of a fresh valid package (built in memory; `tmp` and `name` are not
+    used)."""
+    return kz_testing.package_tarball(package(**kw))
 
 
 @dataclass
@@ -158,14 +143,11 @@ async def import_kernel(api: Api, kernel_id: str = KERNEL) -> int:
     )
 
 
-async def put_judge(api: Api, kernel_id: str = KERNEL, **package: Any) -> None:
+async def put_judge(api: Api, kernel_id: str = KERNEL, **judge: Any) -> None:
     """Store a judge bundle for `kernel_id` as the git projector would."""
-    root = write_package(api.tmp / f"judge-{uuid.uuid4().hex[:6]}", kernel_id, **package)
-    shutil.rmtree(root / "src")
-    out = io.BytesIO()
-    pack_directory(root, out)
-    out.seek(0)
-    await api.log.put_object(PACKAGES_BUCKET, judge_key(kernel_id), out)
+    files = {p: d for p, d in package(kernel_id, **judge).items() if not p.startswith("src/")}
+    bundle = io.BytesIO(kz_testing.package_tarball(files))
+    await api.log.put_object(PACKAGES_BUCKET, judge_key(kernel_id), bundle)
 
 
 RESULT_DOC: dict[str, Any] = {
@@ -287,10 +269,6 @@ def commit_kernel(repo_path: Path, files: dict[str, bytes], message: str = "upda
 
 
 def package_files(kernel_id: str = KERNEL, tmp: Path | None = None, **kw: Any) -> dict[str, bytes]:
-    """The files of a valid package, keyed by their path in the kernel repo."""
-    root = write_package((tmp or Path(tempfile.mkdtemp())) / uuid.uuid4().hex[:8], kernel_id, **kw)
-    return {
-        f"{kernel_id}/{p.relative_to(root).as_posix()}": p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+    """The files of a valid package, keyed by their path in the kernel repo (`tmp` is not
+    used)."""
+    return {f"{kernel_id}/{path}": data for path, data in sorted(package(kernel_id, **kw).items())}
