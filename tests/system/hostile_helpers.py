@@ -5,21 +5,16 @@ raw HTTP/1.1 over asyncio sockets, the API process's memory, and what the log ho
 from __future__ import annotations
 
 import asyncio
-import io
 import os
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 from nats.js.errors import NotFoundError
 
 from kz_events.eventlog import EventLog
 from kz_events.server import EmbeddedServer, free_port
 from kz_events.subjects import LOGS_BUCKET, PACKAGES_BUCKET
-from kz_package import pack_directory
+from kz_testing import KzProcess, kz_argv, package_files, package_tarball
 
 __all__ = [
     "KERNEL",
@@ -40,31 +35,11 @@ TOKEN = "hostile-test-token-alice"
 RUNNER_KEY = "hostile-test-runner-key"
 UPLOAD_LIMIT = 256 * 1024
 KERNEL = "cpu/Norm/RMSNorm/fp32/hostile"
-DESC = """schema_version: 1
-kernel_id: {kid}
-title: Hostile test kernel
-description: A valid package for the hostile-client tests.
-authors: [Ada <ada@example.org>]
-language: python
-metric: {{name: latency, unit: us, better: lower}}
-workloads: [{{name: w}}]
-"""
 
 
 def tarball(tmp: Path, salt: str, kid: str = KERNEL) -> bytes:
-    """A valid gzip package for `kid`, unique by `salt`."""
-    root = tmp / f"pkg-{salt}"
-    meta = root / ".kernel_package"
-    meta.mkdir(parents=True)
-    (meta / "desc.yaml").write_text(DESC.format(kid=kid))
-    (meta / "bench_result.yaml").write_text(f"schema_version: 1\nkernel_id: {kid}\n")
-    (meta / "benchmark.py").write_text("print('bench')\n")
-    (meta / "build_test_env.py").write_text("print('ok')\n")
-    (root / "src").mkdir()
-    (root / "src" / "kernel.py").write_text(f"SALT = {salt!r}\n")
-    out = io.BytesIO()
-    pack_directory(root, out)
-    return out.getvalue()
+    """A valid gzip package for `kid`, unique by `salt` (built in memory; `tmp` is not used)."""
+    return package_tarball(package_files(kid, title="Hostile test kernel", salt=salt))
 
 
 @dataclass
@@ -74,7 +49,7 @@ class ApiProcess:
     tmp: Path
     nats: EmbeddedServer = field(init=False)
     port: int = field(init=False, default=0)
-    proc: subprocess.Popen[bytes] | None = field(init=False, default=None)
+    process: KzProcess | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.nats = EmbeddedServer(self.tmp / "nats")
@@ -112,47 +87,22 @@ class ApiProcess:
             "KZ_LEASE_SECRET": "hostile-test-lease-secret-0123456789",
             "TMPDIR": str(self.scratch),
         }
-        with self.log_path.open("wb") as sink:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kz_cli.main", "api"],
-                env=env,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-            )
-        self._wait_healthy(60.0)
+        self.process = KzProcess("api", kz_argv("api"), env, self.log_path).start()
+        self.process.wait_healthy(self.base, 60.0)
         return self
 
-    def _wait_healthy(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"kz api exited at start:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.base + "/api/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"kz api was not healthy within {timeout_s} s")
-
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.process is not None:
+            self.process.stop(15)
         self.nats.stop()
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.process is not None and self.process.alive
 
     def rss_bytes(self) -> int:
         """Resident memory of the API process now, from /proc."""
-        assert self.proc is not None
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+        assert self.process is not None
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
         raise RuntimeError("no VmRSS line in /proc status")
