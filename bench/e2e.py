@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
-import io
 import json
 import os
 import resource
@@ -42,7 +41,7 @@ from kz_events.events import (
     SubmissionSubmitted,
 )
 from kz_events.server import EmbeddedServer, free_port
-from kz_package import pack_directory
+from kz_testing import KzProcess, kz_argv, package_files, package_tarball, stop_all, wait_healthy
 
 __all__ = ["Figures", "Stack", "main", "package_bytes"]
 
@@ -51,15 +50,6 @@ P99_TARGET_MS = 1000.0
 RATE_TARGET = 50.0
 TERMINAL = {"committed", "rejected", "failed", "cancelled"}
 KERNELS = [f"cpu/Bench/e2e/fp32/k{i}" for i in range(4)]
-DESC = """schema_version: 1
-kernel_id: {kid}
-title: End-to-end bench kernel
-description: A trivial kernel for the end-to-end benchmark.
-authors: [Bench <bench@example.org>]
-language: python
-metric: {{name: latency, unit: us, better: lower}}
-workloads: [{{name: w}}]
-"""
 
 
 @dataclass
@@ -81,20 +71,9 @@ class Figures:
     cpu_ms_per_submission: dict[str, float] = field(default_factory=dict)
 
 
-def package_bytes(tmp: Path, kid: str, salt: str) -> bytes:
+def package_bytes(kid: str, salt: str) -> bytes:
     """A valid trivial package for `kid`; `salt` makes its bytes (and digest) unique."""
-    root = tmp / "pkgs" / salt
-    meta = root / ".kernel_package"
-    meta.mkdir(parents=True)
-    (meta / "desc.yaml").write_text(DESC.format(kid=kid))
-    (meta / "bench_result.yaml").write_text(f"schema_version: 1\nkernel_id: {kid}\n")
-    (meta / "benchmark.py").write_text("print('trivial')\n")
-    (meta / "build_test_env.py").write_text("print('ok')\n")
-    (root / "src").mkdir()
-    (root / "src" / "kernel.py").write_text(f"SALT = {salt!r}\n")
-    out = io.BytesIO()
-    pack_directory(root, out)
-    return out.getvalue()
+    return package_tarball(package_files(kid, title="End-to-end bench kernel", salt=salt))
 
 
 class Stack:
@@ -104,7 +83,7 @@ class Stack:
         self.tmp, self.runners = tmp, runners
         self.nats = EmbeddedServer(tmp / "nats", sync_always=True)
         self.port = free_port()
-        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.procs: list[KzProcess] = []
 
     @property
     def base(self) -> str:
@@ -123,17 +102,10 @@ class Stack:
             **extra,
         }
 
-    def spawn(self, name: str, args: list[str], **extra: str) -> subprocess.Popen[bytes]:
-        logs = self.tmp / "logs"
-        logs.mkdir(exist_ok=True)
-        with (logs / f"{name}.log").open("wb") as sink:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "kz_cli.main", *args],
-                env=self.env(**extra),
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-            )
-        self.procs.append((name, proc))
+    def spawn(self, name: str, args: list[str], **extra: str) -> KzProcess:
+        log = self.tmp / "logs" / f"{name}.log"
+        proc = KzProcess(name, kz_argv(*args), self.env(**extra), log).start()
+        self.procs.append(proc)
         return proc
 
     def start(self) -> None:
@@ -147,26 +119,12 @@ class Stack:
                 KZ_RUNNER_ID=f"bench-stub-{i}",
                 KZ_RUNNER_WORKDIR=str(self.tmp / f"work{i}"),
             )
-        self.wait_healthy(60.0)
-
-    def wait_healthy(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for name, proc in self.procs:
-                if proc.poll() is not None:
-                    raise SystemExit(f"{name} exited at start; see {self.tmp}/logs/{name}.log")
-            try:
-                if httpx.get(self.base + "/api/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise SystemExit(f"the API did not become healthy within {timeout_s} s")
+        wait_healthy(self.base, 60.0, self.procs)
 
     def cpu_seconds(self) -> dict[str, float]:
         """User + system CPU seconds so far of each process (runners summed), from /proc."""
         tick = os.sysconf("SC_CLK_TCK")
-        pids = [(name.rstrip("0123456789"), proc.pid) for name, proc in self.procs]
+        pids = [(proc.name.rstrip("0123456789"), proc.pid or 0) for proc in self.procs]
         pids.append(("nats-server", self.nats.pid or 0))
         out: dict[str, float] = {}
         for name, pid in pids:
@@ -182,17 +140,10 @@ class Stack:
                 print(f"--- {log.name} (tail)\n{text[-3000:]}", file=sys.stderr)
 
     def pid(self, name: str) -> int:
-        return next(proc.pid for n, proc in self.procs if n == name)
+        return next(proc.pid or 0 for proc in self.procs if proc.name == name)
 
     def stop(self) -> None:
-        for _name, proc in reversed(self.procs):
-            proc.terminate()
-        for _name, proc in reversed(self.procs):
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_all(reversed(self.procs), timeout_s=10.0)
         self.nats.stop()
 
 
@@ -470,7 +421,7 @@ def measure(args: argparse.Namespace, tmp: Path) -> Figures:
     total = args.latency + len(KERNELS) + int(args.duration * args.max_rate)
     print(f"building {total} packages ...", flush=True)
     bodies = [
-        (KERNELS[i % len(KERNELS)], package_bytes(tmp, KERNELS[i % len(KERNELS)], f"s{i}"))
+        (KERNELS[i % len(KERNELS)], package_bytes(KERNELS[i % len(KERNELS)], f"s{i}"))
         for i in range(total)
     ]
     warm, timed = len(KERNELS), len(KERNELS) + args.latency

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from kz_runner.backends import get_backend
 from kz_runner.core import Runner, RunnerOptions
 from kz_runner.native import NativeTransport
 from kz_runner.transport import RunnerInfo
+from kz_testing import package_files, write_package
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples/kernels/cpu/Norm/RMSNorm/fp32/numpy_ref"
@@ -49,11 +49,13 @@ json.dump({"schema_version": 1, "accepted": True, "reason": "trivial",
 
 
 def trivial_package(root: Path) -> Path:
-    pkg = root / "trivial"
-    shutil.copytree(EXAMPLE, pkg)
-    (pkg / ".kernel_package" / "benchmark.py").write_text(TRIVIAL_BENCH)
-    (pkg / ".kernel_package" / "build_test_env.py").write_text("print('ready')\n")
-    return pkg
+    """The example kernel's source with the trivial scripts, as a folder (it is also run
+    directly)."""
+    src = {path.name: path.read_text() for path in sorted((EXAMPLE / "src").iterdir())}
+    files = package_files(
+        KERNEL_ID, benchmark=TRIVIAL_BENCH, build_test_env="print('ready')\n", src=src
+    )
+    return write_package(root / "trivial", files)
 
 
 def direct_run_s(pkg: Path, n: int) -> list[float]:
