@@ -37,8 +37,8 @@ UPLOAD_LIMIT = 256 * 1024
 KERNEL = "cpu/Norm/RMSNorm/fp32/hostile"
 
 
-def tarball(tmp: Path, salt: str, kid: str = KERNEL) -> bytes:
-    """A valid gzip package for `kid`, unique by `salt` (built in memory; `tmp` is not used)."""
+def tarball(salt: str, kid: str = KERNEL) -> bytes:
+    """A valid gzip package for `kid`, unique by `salt`, built in memory."""
     return package_tarball(package_files(kid, title="Hostile test kernel", salt=salt))
 
 

@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from system_packages import Planned, build
@@ -117,7 +116,6 @@ def follow(
 def run_submitters(
     stack: Stack,
     plans: Sequence[Planned],
-    tmp: Path,
     *,
     workers: int = 20,
     follow_timeout_s: float = 240.0,
@@ -137,7 +135,7 @@ def run_submitters(
                     i = work.get_nowait()
                 except queue.Empty:
                     return
-                data = build(tmp, plans[i])
+                data = build(plans[i])
                 record = Record(plans[i], hashlib.sha256(data).hexdigest())
                 records[i] = record
                 submit(client, record, data)

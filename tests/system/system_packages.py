@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from kz_package import PACKAGE_DIR
 from kz_testing import package_files, package_tarball
@@ -106,13 +105,13 @@ def _files(kernel_id: str, verdict: str, value: float) -> dict[str, bytes]:
     )
 
 
-def valid_package(tmp: Path, kernel_id: str, verdict: str, value: float) -> bytes:
-    """A package for `kernel_id` whose benchmark (stub or real) answers `verdict` (built in
-    memory; `tmp` is not used)."""
+def valid_package(kernel_id: str, verdict: str, value: float) -> bytes:
+    """A package for `kernel_id` whose benchmark (stub or real) answers `verdict`, built in
+    memory."""
     return package_tarball(_files(kernel_id, verdict, value))
 
 
-def invalid_package(tmp: Path, kernel_id: str, kind: str) -> bytes:
+def invalid_package(kernel_id: str, kind: str) -> bytes:
     """A package the API must refuse at the door."""
     if kind == "not_gzip":
         return b"this is not a gzip tarball " + uuid.uuid4().bytes
@@ -127,7 +126,7 @@ def invalid_package(tmp: Path, kernel_id: str, kind: str) -> bytes:
     return package_tarball(files)
 
 
-def build(tmp: Path, plan: Planned) -> bytes:
+def build(plan: Planned) -> bytes:
     if plan.invalid:
-        return invalid_package(tmp, plan.kernel_id, plan.verdict.split(":", 1)[1])
-    return valid_package(tmp, plan.kernel_id, plan.verdict, plan.value)
+        return invalid_package(plan.kernel_id, plan.verdict.split(":", 1)[1])
+    return valid_package(plan.kernel_id, plan.verdict, plan.value)

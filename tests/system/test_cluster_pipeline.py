@@ -64,7 +64,7 @@ def test_pipeline_survives_losing_the_stream_leader(
     ).start()
     t0 = time.monotonic()
     records = run_submitters(
-        stack, plans, tmp_path, workers=20, progress=progress, follow_timeout_s=150
+        stack, plans, workers=20, progress=progress, follow_timeout_s=150
     )
     submitting = time.monotonic() - t0
     injector.stop()

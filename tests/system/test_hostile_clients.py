@@ -207,7 +207,7 @@ async def test_malformed_json_and_multipart_get_the_envelope(
 ) -> None:
     """Broken JSON bodies and broken multipart uploads from authenticated clients are refused
     with a 4xx envelope, and leave no event and no object."""
-    valid = tarball(tmp_path, "valid")
+    valid = tarball("valid")
     json_paths = ["/api/runner/register", "/api/runner/claim", "/api/runner/heartbeat"]
     async with httpx.AsyncClient(base_url=api.base, timeout=30) as client, leaves_no_trace(api):
         for path in json_paths:
@@ -385,7 +385,7 @@ async def test_two_thousand_long_polls_held_and_woken(api: ApiProcess, tmp_path:
     async with httpx.AsyncClient(base_url=api.base, timeout=30) as client:
         resp = await client.post(
             "/api/submissions",
-            files={"package": ("p.tar.gz", tarball(tmp_path, "poll"), "application/gzip")},
+            files={"package": ("p.tar.gz", tarball("poll"), "application/gzip")},
             data={"kernel_id": KERNEL},
             headers=SUBMITTER,
         )

@@ -122,7 +122,7 @@ def test_replicas_answer_for_each_others_writes(
     one, two = (httpx.Client(base_url=u, timeout=30) for u in stack.api_urls)
     try:
         for n in range(25):
-            data = valid_package(tmp_path, "sm90/Attention/MHA/fp16/replica", "accept", n + 1.0)
+            data = valid_package("sm90/Attention/MHA/fp16/replica", "accept", n + 1.0)
             key = uuid.uuid4().hex
             kw: dict[str, Any] = {
                 "headers": {"X-Submitter-Id": "alice", "Idempotency-Key": key},

@@ -72,7 +72,7 @@ def test_soak_under_faults(make_stack: Callable[..., Stack], tmp_path: Path) -> 
     ).start()
     t0 = time.monotonic()
     try:
-        records = run_submitters(stack, plans, tmp_path, workers=20, progress=progress)
+        records = run_submitters(stack, plans, workers=20, progress=progress)
     finally:
         injector.stop()
     submitting = time.monotonic() - t0

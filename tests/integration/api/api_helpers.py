@@ -54,9 +54,8 @@ def package(
     )
 
 
-def tarball(tmp: Path, name: str = "pkg", **kw: Any) -> bytes:
-    """The gzip tarball of a fresh valid package (built in memory; `tmp` and `name` are not
-    used)."""
+def tarball(**kw: Any) -> bytes:
+    """The gzip tarball of a fresh valid package, built in memory."""
     return kz_testing.package_tarball(package(**kw))
 
 
@@ -132,7 +131,7 @@ async def seed(api: Api, event: Any) -> int:
 
 async def import_kernel(api: Api, kernel_id: str = KERNEL) -> int:
     """Store a package for `kernel_id` and announce it as imported."""
-    data = tarball(api.tmp, f"import-{uuid.uuid4().hex[:6]}", kernel_id=kernel_id)
+    data = tarball(kernel_id=kernel_id)
     digest = hashlib.sha256(data).hexdigest()
     await api.log.put_object(PACKAGES_BUCKET, digest, io.BytesIO(data))
     return await seed(
@@ -268,7 +267,6 @@ def commit_kernel(repo_path: Path, files: dict[str, bytes], message: str = "upda
     return str(commit.decode())
 
 
-def package_files(kernel_id: str = KERNEL, tmp: Path | None = None, **kw: Any) -> dict[str, bytes]:
-    """The files of a valid package, keyed by their path in the kernel repo (`tmp` is not
-    used)."""
+def package_files(kernel_id: str = KERNEL, **kw: Any) -> dict[str, bytes]:
+    """The files of a valid package, keyed by their path in the kernel repo."""
     return {f"{kernel_id}/{path}": data for path, data in sorted(package(kernel_id, **kw).items())}

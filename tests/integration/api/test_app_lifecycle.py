@@ -30,7 +30,7 @@ async def test_injected_event_log_on_the_same_loop(
     ):
         resp = await client.post(
             "/api/submissions",
-            files={"package": ("p.tar.gz", tarball(tmp_path), "application/gzip")},
+            files={"package": ("p.tar.gz", tarball(), "application/gzip")},
             data={"kernel_id": "cpu/Norm/RMSNorm/fp32/numpy_ref"},
             headers={"X-Submitter-Id": "alice"},
         )

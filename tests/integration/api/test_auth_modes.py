@@ -17,7 +17,7 @@ token_mode = pytest.mark.parametrize("api_overrides", [TOKENS])
 async def _post(api: Api, headers: dict[str, str]) -> Any:
     return await api.client.post(
         "/api/submissions",
-        files={"package": ("p.tar.gz", tarball(api.tmp), "application/gzip")},
+        files={"package": ("p.tar.gz", tarball(), "application/gzip")},
         data={"kernel_id": KERNEL},
         headers=headers,
     )

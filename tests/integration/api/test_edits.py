@@ -29,11 +29,11 @@ async def _rebase(api: Api, base: str, data: bytes) -> Any:
 async def test_clean_rebase_merges_both_changes(api: Api) -> None:
     """Main changed line 1, the edit changed line 8: the answer carries both on main's head."""
     repo = api.settings.kernel_repo_path
-    base = commit_kernel(repo, package_files(tmp=api.tmp, src=LINES))
+    base = commit_kernel(repo, package_files(src=LINES))
     head = commit_kernel(
-        repo, package_files(tmp=api.tmp, src=LINES.replace("line1 = 1", "line1 = 100"))
+        repo, package_files(src=LINES.replace("line1 = 1", "line1 = 100"))
     )
-    edit = tarball(api.tmp, "edit", src=LINES.replace("line8 = 8", "line8 = 800"))
+    edit = tarball(src=LINES.replace("line8 = 8", "line8 = 800"))
     resp = await _rebase(api, base, edit)
     assert resp.status_code == 200, resp.text
     body = resp.json()
@@ -50,10 +50,10 @@ async def test_clean_rebase_merges_both_changes(api: Api) -> None:
 async def test_conflicting_rebase_is_409(api: Api) -> None:
     """Both sides changing the same line is 409 merge_conflict naming the path."""
     repo = api.settings.kernel_repo_path
-    base = commit_kernel(repo, package_files(tmp=api.tmp, src=LINES))
-    commit_kernel(repo, package_files(tmp=api.tmp, src=LINES.replace("line4 = 4", "line4 = 40")))
+    base = commit_kernel(repo, package_files(src=LINES))
+    commit_kernel(repo, package_files(src=LINES.replace("line4 = 4", "line4 = 40")))
     resp = await _rebase(
-        api, base, tarball(api.tmp, "e", src=LINES.replace("line4 = 4", "line4 = 41"))
+        api, base, tarball(src=LINES.replace("line4 = 4", "line4 = 41"))
     )
     assert resp.status_code == 409
     assert resp.json()["error"]["code"] == "merge_conflict"
@@ -63,8 +63,8 @@ async def test_conflicting_rebase_is_409(api: Api) -> None:
 async def test_rebase_refusals(api: Api) -> None:
     """An unknown base commit is 400, a kernel not on main 404, no submitter 401."""
     repo = api.settings.kernel_repo_path
-    commit_kernel(repo, package_files(tmp=api.tmp))
-    edit = tarball(api.tmp, "e")
+    commit_kernel(repo, package_files())
+    edit = tarball()
     bad = await _rebase(api, "0" * 40, edit)
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "unknown_commit"
     resp = await api.client.post(

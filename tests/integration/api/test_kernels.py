@@ -64,9 +64,9 @@ async def test_detail_from_read_model_and_unknown(api: Api) -> None:
 
 async def test_detail_from_kernel_repo(api: Api) -> None:
     """With the kernel on main, detail shows desc, scoreboard, files and recent commits."""
-    first = commit_kernel(api.settings.kernel_repo_path, package_files(tmp=api.tmp), "import")
+    first = commit_kernel(api.settings.kernel_repo_path, package_files(), "import")
     head = commit_kernel(
-        api.settings.kernel_repo_path, package_files(tmp=api.tmp, src="y = 3\n"), "faster"
+        api.settings.kernel_repo_path, package_files(src="y = 3\n"), "faster"
     )
     encoded = KERNEL.replace("/", "%2F")
     resp = await api.client.get(f"/api/kernels/{encoded}")
@@ -81,8 +81,8 @@ async def test_detail_from_kernel_repo(api: Api) -> None:
 
 async def test_bench_history(api: Api) -> None:
     """Bench history lists accepted values with commits, best in the metric's direction."""
-    s1 = (await api.submit(tarball(api.tmp, "a", src="a = 1\n"))).json()["submission_id"]
-    s2 = (await api.submit(tarball(api.tmp, "b", src="b = 1\n"))).json()["submission_id"]
+    s1 = (await api.submit(tarball(src="a = 1\n"))).json()["submission_id"]
+    s2 = (await api.submit(tarball(src="b = 1\n"))).json()["submission_id"]
     await accept(api, s1, value=10.0)
     await accept(api, s2, value=20.0)
     hist = (await api.client.get(f"/api/kernels/{KERNEL}/bench-history")).json()

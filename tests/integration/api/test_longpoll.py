@@ -17,7 +17,7 @@ ALICE = {"X-Submitter-Id": "alice"}
 
 
 async def _submitted(api: Api) -> tuple[str, int]:
-    body = (await api.submit(tarball(api.tmp))).json()
+    body = (await api.submit(tarball())).json()
     return body["submission_id"], body["version"]
 
 

@@ -30,7 +30,7 @@ async def _register(api: Api, runner_id: str = "r1", headers: dict[str, str] = C
 
 async def _claimed(api: Api, headers: dict[str, str] = CPU) -> dict[str, Any]:
     assert (await _register(api, headers=headers)).status_code == 200
-    assert (await api.submit(tarball(api.tmp))).status_code == 202
+    assert (await api.submit(tarball())).status_code == 202
     resp = await api.client.post(
         "/api/runner/claim", json={"runner_id": "r1", "wait_s": 2}, headers=headers
     )
@@ -179,7 +179,7 @@ async def test_open_mode_accepts_any_runner_key(api: Api) -> None:
 async def test_claim_by_get_query(api: Api) -> None:
     """GET /api/runner/claim takes runner_id and wait_s from the query string."""
     await _register(api)
-    await api.submit(tarball(api.tmp))
+    await api.submit(tarball())
     resp = await api.client.get(
         "/api/runner/claim", params={"runner_id": "r1", "wait_s": 2}, headers=CPU
     )

@@ -33,7 +33,7 @@ def _code(resp: Any) -> str:
 
 async def test_submit_stores_package_and_appends_submitted(api: Api) -> None:
     """A valid package is stored under its sha256 and one `submitted` event is appended."""
-    data = tarball(api.tmp)
+    data = tarball()
     resp = await api.submit(data, message="first try")
     assert resp.status_code == 202, resp.text
     body = resp.json()
@@ -53,7 +53,7 @@ async def test_submit_stores_package_and_appends_submitted(api: Api) -> None:
 
 async def test_idempotency_key_returns_first_answer(api: Api) -> None:
     """A retry with the same Idempotency-Key answers as the first time and appends nothing."""
-    data = tarball(api.tmp)
+    data = tarball()
     first = await api.submit(data, headers={"Idempotency-Key": "k-1"})
     again = await api.submit(data, headers={"Idempotency-Key": "k-1"})
     assert first.status_code == again.status_code == 202
@@ -64,7 +64,7 @@ async def test_idempotency_key_returns_first_answer(api: Api) -> None:
 
 async def test_unauthenticated_submission_is_refused(api: Api) -> None:
     """Without X-Submitter-Id the answer is 401 unauthenticated and nothing is stored."""
-    data = tarball(api.tmp)
+    data = tarball()
     resp = await api.client.post(
         "/api/submissions",
         files={"package": ("p.tar.gz", data, "application/gzip")},
@@ -76,7 +76,7 @@ async def test_unauthenticated_submission_is_refused(api: Api) -> None:
 
 async def test_submitter_field_must_match_header(api: Api) -> None:
     """A submitter_id field naming someone else is 403 forbidden."""
-    data = tarball(api.tmp)
+    data = tarball()
     resp = await api.submit(data, submitter_id="mallory")
     assert resp.status_code == 403 and _code(resp) == "forbidden"
     await _nothing_stored(api, data)
@@ -85,9 +85,9 @@ async def test_submitter_field_must_match_header(api: Api) -> None:
 @pytest.mark.parametrize(
     ("make", "code", "status"),
     [
-        (lambda tmp: tarball(tmp, better="sideways"), "invalid_package", 400),
+        (lambda tmp: tarball(better="sideways"), "invalid_package", 400),
         (
-            lambda tmp: tarball(tmp, kernel_id="cpu/Norm/RMSNorm/fp32/other"),
+            lambda tmp: tarball(kernel_id="cpu/Norm/RMSNorm/fp32/other"),
             "invalid_kernel_id",
             400,
         ),
@@ -122,7 +122,7 @@ async def test_link_in_archive_is_unsafe(api: Api) -> None:
 @pytest.mark.parametrize("api_overrides", [{"max_upload_bytes": 2048}])
 async def test_too_large_upload_is_413(api: Api) -> None:
     """A package over the upload limit is refused with 413 package_too_large."""
-    data = tarball(api.tmp, src="".join(f"x{i} = {i * 7919}\n" for i in range(3000)))
+    data = tarball(src="".join(f"x{i} = {i * 7919}\n" for i in range(3000)))
     assert len(data) > 2048
     resp = await api.submit(data)
     assert resp.status_code == 413 and _code(resp) == "package_too_large"
@@ -140,8 +140,8 @@ async def test_not_multipart_is_415(api: Api) -> None:
 async def test_quota_of_open_submissions(api: Api) -> None:
     """The fourth open submission of one submitter (quota 3) is 429 quota_exceeded."""
     for i in range(3):
-        assert (await api.submit(tarball(api.tmp, f"p{i}", src=f"v = {i}\n"))).status_code == 202
-    data = tarball(api.tmp, "p4", src="v = 4\n")
+        assert (await api.submit(tarball(src=f"v = {i}\n"))).status_code == 202
+    data = tarball(src="v = 4\n")
     resp = await api.submit(data)
     assert resp.status_code == 429 and _code(resp) == "quota_exceeded"
     assert not await api.log.has_object(PACKAGES_BUCKET, hashlib.sha256(data).hexdigest())
@@ -150,7 +150,7 @@ async def test_quota_of_open_submissions(api: Api) -> None:
 
 async def test_identical_open_package_is_409(api: Api) -> None:
     """The same package for the same kernel while the first is queued is 409."""
-    data = tarball(api.tmp)
+    data = tarball()
     assert (await api.submit(data)).status_code == 202
     resp = await api.submit(data, who="bob")
     assert resp.status_code == 409 and _code(resp) == "duplicate_package"
@@ -165,30 +165,30 @@ async def test_lease_held_by_another_refuses_submission(api: Api) -> None:
     )
     assert claim.status_code == 200, claim.text
     before = len(await stream_events(api.log))
-    resp = await api.submit(tarball(api.tmp))
+    resp = await api.submit(tarball())
     assert resp.status_code == 409 and _code(resp) == "claim_held"
     assert resp.json()["error"]["details"]["holder"] == "bob"
     assert len(await stream_events(api.log)) == before
-    assert (await api.submit(tarball(api.tmp, "b"), who="bob")).status_code == 202
+    assert (await api.submit(tarball(), who="bob")).status_code == 202
 
 
 async def test_judge_change_needs_a_maintainer(api: Api) -> None:
     """Changing benchmark.py of an existing kernel is 403 unless a maintainer submits it."""
     await import_kernel(api)
     await put_judge(api)
-    changed = tarball(api.tmp, "c", benchmark="print('always accept')\n")
+    changed = tarball(benchmark="print('always accept')\n")
     resp = await api.submit(changed)
     assert resp.status_code == 403 and _code(resp) == "harness_change_forbidden"
     assert resp.json()["error"]["details"]["changed"] == ["benchmark.py"]
-    ok = await api.submit(tarball(api.tmp, "same", src="y = 2\n"))
+    ok = await api.submit(tarball(src="y = 2\n"))
     assert ok.status_code == 202 and not ok.json()["new_kernel"]
     assert (await api.submit(changed, who="maintainer")).status_code == 202
 
 
 async def test_list_detail_and_logs(api: Api) -> None:
     """List filters, detail shows the events, logs answer 404 until a log exists."""
-    sid = (await api.submit(tarball(api.tmp))).json()["submission_id"]
-    await api.submit(tarball(api.tmp, "b", src="z = 1\n"), who="bob")
+    sid = (await api.submit(tarball())).json()["submission_id"]
+    await api.submit(tarball(src="z = 1\n"), who="bob")
     listed = (await api.client.get("/api/submissions", params={"submitter_id": "bob"})).json()
     assert listed["total"] == 1 and listed["items"][0]["submitter_id"] == "bob"
     detail = (await api.client.get(f"/api/submissions/{sid}")).json()
@@ -206,7 +206,7 @@ async def test_list_detail_and_logs(api: Api) -> None:
 
 async def test_cancel_rules(api: Api) -> None:
     """Only the submitter or a maintainer cancels, and only open submissions."""
-    sid = (await api.submit(tarball(api.tmp))).json()["submission_id"]
+    sid = (await api.submit(tarball())).json()["submission_id"]
     url = f"/api/submissions/{sid}/cancel"
     other = await api.client.post(url, headers={"X-Submitter-Id": "bob"})
     assert other.status_code == 403 and _code(other) == "forbidden"
@@ -221,7 +221,7 @@ async def test_cancel_rules(api: Api) -> None:
 
 async def test_disqualify_rules(api: Api) -> None:
     """Maintainers disqualify accepted submissions; others get 403, open ones 409."""
-    sid = (await api.submit(tarball(api.tmp))).json()["submission_id"]
+    sid = (await api.submit(tarball())).json()["submission_id"]
     url = f"/api/submissions/{sid}/disqualify"
     body = {"reason": "timing exploit"}
     refused = await api.client.post(url, json=body, headers={"X-Submitter-Id": "alice"})

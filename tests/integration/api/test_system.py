@@ -22,7 +22,7 @@ def _code(resp: Any) -> str:
 
 async def test_health_reports_positions_and_queues(api: Api) -> None:
     """Health is ok with the stream position, fold lag and queue depth per arch."""
-    await api.submit(tarball(api.tmp))
+    await api.submit(tarball())
     body = (await api.client.get("/api/health")).json()
     assert body["status"] == "ok" and body["nats"]["stream_seq"] == 1
     assert body["fold"] == {"seq": 1, "lag": 0, "caught_up": True}
@@ -93,7 +93,7 @@ async def test_audit_report(api: Api) -> None:
 
 async def test_metrics_in_prometheus_format(api: Api) -> None:
     """/metrics counts requests and shows queue depth and lags."""
-    await api.submit(tarball(api.tmp))
+    await api.submit(tarball())
     text = (await api.client.get("/metrics")).text
     assert 'kz_queue_depth{arch="cpu",state="queued"} 1' in text
     assert "kz_fold_lag 0" in text and "kz_projector_lag 0" in text
