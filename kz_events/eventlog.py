@@ -364,12 +364,18 @@ class EventLog:
             try:
                 while True:
                     try:
-                        msg = await asyncio.wait_for(queue.get(), stall_check_s)
-                    except TimeoutError:
-                        if await self._has_after(stream, subject_filter, next_seq):
-                            log.warning("event log: follower stalled at %d; resubscribe", next_seq)
-                            break
-                        continue
+                        # Under load the queue is rarely empty: skip wait_for's task per event.
+                        msg = queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        try:
+                            msg = await asyncio.wait_for(queue.get(), stall_check_s)
+                        except TimeoutError:
+                            if await self._has_after(stream, subject_filter, next_seq):
+                                log.warning(
+                                    "event log: follower stalled at %d; resubscribe", next_seq
+                                )
+                                break
+                            continue
                     seq = int(msg.metadata.sequence.stream)
                     if seq < next_seq:
                         continue  # redelivered after the client library reset its consumer

@@ -219,7 +219,8 @@ class ArchiveProjector:
         try:
             while True:
                 try:
-                    pending.append(await asyncio.wait_for(queue.get(), timeout=self.idle_s))
+                    pending.append(queue.get_nowait() if not queue.empty() else (
+                        await asyncio.wait_for(queue.get(), timeout=self.idle_s)))
                 except TimeoutError:
                     self._flush(pending)
                     continue

@@ -168,6 +168,9 @@ class GitProjector:
             while True:
                 if queue.empty():
                     await self.flush()
+                if not queue.empty():
+                    await self.handle(*queue.get_nowait())  # no task per event under load
+                    continue
                 get = asyncio.ensure_future(queue.get())
                 await asyncio.wait([get, task], return_when=asyncio.FIRST_COMPLETED)
                 if not get.done():

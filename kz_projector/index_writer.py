@@ -130,7 +130,8 @@ class IndexProjector:
             last_write = loop.time()
             while True:
                 try:
-                    seq, event = await asyncio.wait_for(queue.get(), timeout=self.debounce_s)
+                    seq, event = queue.get_nowait() if not queue.empty() else (
+                        await asyncio.wait_for(queue.get(), timeout=self.debounce_s))
                 except TimeoutError:
                     await self.flush_off_loop()
                     last_write = loop.time()
