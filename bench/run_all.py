@@ -196,12 +196,13 @@ def parse_projector(out: str, _json: Path) -> list[Row]:
 def parse_harness(out: str, _json: Path) -> list[Row]:
     python = _num(r"python loop spread: ([\d.]+)%", out)
     blas = _num(r"numpy matmul spread: ([\d.]+)%", out)
+    bare = _num(r"bare loop spread: wall ([\d.]+)%", out)
     return [
         Row(
             "harness CPU timing, pure-Python loop, median-to-median spread (%)",
             f"{python:.2f}",
-            "",
-            "",
+            f"bare timing loop {bare:.2f}",
+            f"{python / bare:.2f}x" if bare else "",
             "< 2 %",
             python < 2.0,
         ),
