@@ -105,9 +105,14 @@ class GitProjector:
                 await self.fold.apply(seq, event)
         self.fold.position = upto
         commits = self.fold.learn_commits()
-        for sid, state in list(self.subs.items()):
-            if state.status is Status.ACCEPTED and sid in commits:
-                await self.announce(self.fold.applied_of(state.kernel_id, sid, commits[sid]))
+        lacking = [
+            self.fold.applied_of(state.kernel_id, sid, commits[sid])
+            for sid, state in list(self.subs.items())
+            if state.status is Status.ACCEPTED and sid in commits
+        ]
+        await self._store_bundles(lacking)  # a crash may have come before the bundles too
+        for applied in lacking:
+            await self.announce(applied)
 
     async def handle(self, seq: int, event: Event | UnknownEvent) -> Applied | None:
         """Fold one event; its commits become durable at the next `flush`."""
@@ -123,13 +128,20 @@ class GitProjector:
         return applied
 
     async def flush(self) -> None:
-        """One pack, one compare-and-swap of main, then `committed` and the judge bundles."""
+        """One pack, one compare-and-swap of main, the judge bundles, then `committed`.
+
+        Bundles go first so that a `committed` in the log means runners already get main's
+        judge; a crash before the announcements is mended by `start`, bundles included.
+        """
         assert self.fold is not None
         self.fold.flush()
         done, self.unflushed = self.unflushed, []
+        await self._store_bundles(done)
         for applied in done:
             if applied.announce:
                 await self.announce(applied)
+
+    async def _store_bundles(self, done: list[Applied]) -> None:
         latest = {applied.kernel_id: applied.files for applied in done}
         for kernel_id, files in latest.items():
             bundle = judge_bundle(files)

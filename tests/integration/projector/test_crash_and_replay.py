@@ -12,12 +12,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from dulwich.repo import Repo
 from projector_helpers import Clock, settings_for, store_package, submit_and_run, write_package
 
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionCommitted
 from kz_events.server import EmbeddedServer
+from kz_events.subjects import PACKAGES_BUCKET, judge_key
 from kz_projector.audit import run_audit
+from kz_projector.packages import files_of_tree, judge_bundle
 from kz_projector.service import Projectors
 
 pytestmark = pytest.mark.integration
@@ -101,6 +104,11 @@ async def test_sigkilled_projector_applies_every_result_exactly_once(
     trailers = Counter(_git(settings.kernel_repo_path, "log",
                             "--format=%(trailers:key=Kz-Submission,valueonly)", "main").split())
     assert set(trailers) == set(sids) and set(trailers.values()) == {2}
+    with Repo(str(settings.kernel_repo_path)) as repo:  # runners get main's judge, crashes or not
+        tree = repo[repo.refs[b"refs/heads/main"]].tree
+        for kernel in {f"cpu/Norm/RMSNorm/fp32/k{i}" for i in range(4)}:
+            stored = await event_log.get_object_bytes(PACKAGES_BUCKET, judge_key(kernel))
+            assert stored == judge_bundle(files_of_tree(repo.object_store, tree, kernel))
     await Projectors(event_log, settings, clock=clock).catch_up()
     report = await run_audit(settings, clock=clock, elog=event_log)
     assert report.ok, report.lines()
