@@ -1,7 +1,7 @@
 """The trusted timing and comparison harness that every benchmark imports as `kz_harness`.
 
-It depends on the standard library only; numpy speeds up comparisons and torch enables
-`bench_gpu`, neither is required to import it.
+It depends on the standard library only; numpy speeds up comparisons, torch enables
+`bench_gpu` and PyYAML `baseline_best`; none is required to import it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from kz_harness.gpu import bench_gpu
 from kz_harness.result import RESULT_PATH_ENV, build_result, write_result
 from kz_harness.stats import Stats, below_physical_floor, percentile, physical_floor, tie
 from kz_harness.timing import CacheFlusher, bench_cpu, sample_adaptively
+from kz_harness.verdict import BASELINE_PATH_ENV, baseline_best, geomean, verdict
 
 __all__ = [
+    "BASELINE_PATH_ENV",
     "RESULT_PATH_ENV",
     "TOLERANCES",
     "CacheFlusher",
@@ -21,15 +23,18 @@ __all__ = [
     "HarnessError",
     "HarnessUnavailable",
     "Stats",
+    "baseline_best",
     "below_physical_floor",
     "bench_cpu",
     "bench_gpu",
     "build_result",
     "compare",
+    "geomean",
     "percentile",
     "physical_floor",
     "sample_adaptively",
     "tie",
     "tolerance_for",
+    "verdict",
     "write_result",
 ]

@@ -7,15 +7,17 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import RunPackage
 
+from kz_runner.execute import TaskOutcome
 from kz_runner.limits import MIB, StepLimits
 
 pytestmark = pytest.mark.integration
+
+RunPackage = Callable[..., TaskOutcome]  # the `run_package` fixture of conftest.py
 
 ACCEPTING = """
 import numpy as np

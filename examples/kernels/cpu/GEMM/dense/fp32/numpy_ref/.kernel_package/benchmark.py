@@ -6,21 +6,26 @@ current best and writes the result document to KZ_RESULT_PATH.
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import sys
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PACKAGE_ROOT / "src"))
 
 from gemm import gemm  # noqa: E402  (the kernel under test, from src/)
 
-from kz_harness import bench_cpu, compare, write_result  # noqa: E402  (the trusted harness)
+from kz_harness import (  # noqa: E402  (the trusted harness)
+    baseline_best,
+    bench_cpu,
+    compare,
+    geomean,
+    verdict,
+    write_result,
+)
 
 METRIC = {"name": "latency", "unit": "us", "better": "lower"}
 MARGIN = 0.05  # a new result must beat the current best by 5 % to be accepted
@@ -39,26 +44,6 @@ def reference(a, b):
     return a.astype(np.float64) @ b.astype(np.float64)
 
 
-def baseline_best() -> float | None:
-    """The current best value from KZ_BASELINE_PATH (main's bench_result.yaml), if any."""
-    path = os.environ.get("KZ_BASELINE_PATH")
-    if not path or not Path(path).is_file():
-        return None
-    best = (yaml.safe_load(Path(path).read_text()) or {}).get("best") or {}
-    value = best.get("value")
-    return float(value) if isinstance(value, int | float) else None
-
-
-def verdict(passed: bool, value: float, best: float | None) -> tuple[bool, str]:
-    if not passed:
-        return False, "output does not match the reference"
-    if best is None:
-        return True, f"first result for this kernel: {value:.2f} us"
-    if value <= best * (1 - MARGIN):
-        return True, f"{best / value:.2f}x faster than current best ({value:.2f} vs {best:.2f} us)"
-    return False, f"not {MARGIN:.0%} faster than current best ({value:.2f} vs {best:.2f} us)"
-
-
 def main() -> int:
     checks, workloads = [], []
     for index, (name, shape) in enumerate(WORKLOADS.items()):
@@ -70,8 +55,9 @@ def main() -> int:
         stats = bench_cpu(gemm, lambda s=shape, i=index: make_inputs(s, seed=100 + i),
                           warmup_s=0.05, budget_s=0.3, unit="us")
         workloads.append({"name": name, "value": stats.median, "stats": stats})
-    value = math.exp(sum(math.log(w["value"]) for w in workloads) / len(workloads))
-    accepted, reason = verdict(all(c.passed for c in checks), value, baseline_best())
+    value = geomean(w["value"] for w in workloads)
+    accepted, reason = verdict(all(c.passed for c in checks), value, baseline_best(),
+                               better=METRIC["better"], unit=METRIC["unit"], margin=MARGIN)
     environment = {"device": "cpu", "machine": platform.machine(),
                    "python": platform.python_version(), "numpy": np.__version__}
     write_result(os.environ.get("KZ_RESULT_PATH", "result.json"), accepted=accepted,

@@ -5,15 +5,19 @@ compares with the current best and writes the result document to KZ_RESULT_PATH.
 
 from __future__ import annotations
 
-import math
-import os
 import sys
 from pathlib import Path
 
 import torch
-import yaml
 
-from kz_harness import bench_gpu, compare, write_result
+from kz_harness import (
+    baseline_best,
+    bench_gpu,
+    compare,
+    geomean,
+    verdict,
+    write_result,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -37,24 +41,6 @@ def reference(x, w):
     return x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + EPS) * w.float()
 
 
-def baseline_best():
-    path = os.environ.get("KZ_BASELINE_PATH")
-    if not path or not Path(path).is_file():
-        return None
-    value = ((yaml.safe_load(Path(path).read_text()) or {}).get("best") or {}).get("value")
-    return float(value) if isinstance(value, int | float) else None
-
-
-def verdict(passed, value, best):
-    if not passed:
-        return False, "output does not match the reference"
-    if best is None:
-        return True, f"first result for this kernel: {value:.2f} us"
-    if value <= best * (1 - MARGIN):
-        return True, f"{best / value:.2f}x faster than current best ({value:.2f} vs {best:.2f} us)"
-    return False, f"not {MARGIN:.0%} faster than current best ({value:.2f} vs {best:.2f} us)"
-
-
 def main() -> int:
     checks, workloads = [], []
     for index, (name, shape) in enumerate(WORKLOADS.items()):
@@ -68,8 +54,9 @@ def main() -> int:
         stats = bench_gpu(rmsnorm, lambda s=shape, i=index: make_inputs(s, seed=100 + i),
                           budget_s=1.0, unit="us")
         workloads.append({"name": name, "value": stats.median, "stats": stats})
-    value = math.exp(sum(math.log(w["value"]) for w in workloads) / len(workloads))
-    accepted, reason = verdict(all(c.passed for c in checks), value, baseline_best())
+    value = geomean(w["value"] for w in workloads)
+    accepted, reason = verdict(all(c.passed for c in checks), value, baseline_best(),
+                               better=METRIC["better"], unit=METRIC["unit"], margin=MARGIN)
     environment = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "cuda": str(torch.version.cuda)}
     write_result(accepted=accepted, reason=reason, metric={**METRIC, "value": value},
