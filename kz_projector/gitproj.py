@@ -21,6 +21,7 @@ from kz_events.config import Settings
 from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.eventlog import EventLog, Stored
 from kz_events.events import Event, EventMeta, UnknownEvent
+from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decide, evolve, fold
 from kz_events.subjects import aggregate_filter
@@ -67,8 +68,10 @@ class GitProjector:
         clock: Callable[[], datetime] = utcnow,
         actor: str = "projector",
         batch: int = 64,
+        follow: Follower | None = None,
     ) -> None:
         self.elog = elog
+        self.follow: Follower = follow or elog
         self.settings = settings
         self.repo_path: Path | None = None if repo is not None else settings.kernel_repo_path
         self.repo = repo
@@ -172,7 +175,7 @@ class GitProjector:
         queue: asyncio.Queue[Stored] = asyncio.Queue(maxsize=10_000)
 
         async def pump() -> None:
-            async for item in self.elog.subscribe(from_seq=self.position + 1):
+            async for item in self.follow.subscribe(from_seq=self.position + 1):
                 await queue.put(item)
 
         task = asyncio.create_task(pump())

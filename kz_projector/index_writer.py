@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kz_events.eventlog import EventLog, Stored
 from kz_events.events import PackageSummary
+from kz_events.fanout import Follower
 from kz_projector.errors import PackageUnavailable
 from kz_projector.index import (
     IndexState,
@@ -81,9 +82,16 @@ class IndexProjector:
     """Keeps the index file at `path` equal to the fold of the log, written debounced."""
 
     def __init__(
-        self, elog: EventLog, packages: PackageSource, path: Path, *, debounce_s: float = 0.5
+        self,
+        elog: EventLog,
+        packages: PackageSource,
+        path: Path,
+        *,
+        debounce_s: float = 0.5,
+        follow: Follower | None = None,
     ) -> None:
         self.elog = elog
+        self.follow: Follower = follow or elog
         self.packages = packages
         self.path = path
         self.debounce_s = debounce_s
@@ -121,7 +129,7 @@ class IndexProjector:
         queue: asyncio.Queue[Stored] = asyncio.Queue(maxsize=10_000)
 
         async def pump() -> None:
-            async for item in self.elog.subscribe(from_seq=self.state.log_seq + 1):
+            async for item in self.follow.subscribe(from_seq=self.state.log_seq + 1):
                 await queue.put(item)
 
         task = asyncio.create_task(pump())

@@ -17,6 +17,7 @@ from datetime import datetime
 from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
 from kz_events.eventlog import EventLog
 from kz_events.events import Event, EventMeta, SubmissionResult, UnknownEvent
+from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import (
     TERMINAL,
@@ -64,8 +65,10 @@ class Referee:
         clock: Callable[[], datetime],
         new_id: Callable[[], str],
         actor: str = "referee",
+        follow: Follower | None = None,
     ) -> None:
         self.elog = elog
+        self.follow: Follower = follow or elog
         self.trusted: dict[str, tuple[bytes, MetricSpec | None]] = {}  # kernel → bundle, metric
         self.packages = packages
         self.clock = clock
@@ -107,7 +110,7 @@ class Referee:
 
     async def run(self) -> None:
         await self.catch_up()
-        async for seq, event in self.elog.subscribe(from_seq=self.position + 1):
+        async for seq, event in self.follow.subscribe(from_seq=self.position + 1):
             self.track(seq, event)
             if isinstance(event, SubmissionResult):
                 await self.judge(event.submission_id)

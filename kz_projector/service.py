@@ -14,6 +14,7 @@ from datetime import datetime
 
 from kz_events.config import Settings
 from kz_events.eventlog import EventLog
+from kz_events.fanout import SharedFollow
 from kz_projector.archive import Archive, ArchiveProjector
 from kz_projector.gitproj import GitProjector, service_person, utcnow
 from kz_projector.gitstore import close_repo, open_repo
@@ -39,11 +40,12 @@ class Projectors:
         debounce_s: float = 0.5,
     ) -> None:
         packages = ObjectStorePackages(elog)
+        follow = SharedFollow(elog)  # one subscription for the parts that follow the log
         self.repo = repo = open_repo(settings.kernel_repo_path)
-        self.git = GitProjector(elog, settings, packages=packages, clock=clock)
-        self.referee = Referee(elog, packages, clock=clock, new_id=_new_id)
+        self.git = GitProjector(elog, settings, packages=packages, clock=clock, follow=follow)
+        self.referee = Referee(elog, packages, clock=clock, new_id=_new_id, follow=follow)
         self.index = IndexProjector(elog, packages, settings.effective_index_path,
-                                    debounce_s=debounce_s)
+                                    debounce_s=debounce_s, follow=follow)
         self.archive = ArchiveProjector(elog, Archive(repo, service_person(settings)))
         self.sweeper = Sweeper(elog, lease_s=settings.lease_s, grace_s=settings.lease_s,
                                clock=clock, new_id=_new_id)
