@@ -179,7 +179,7 @@ class Runner:
             except PackageError as exc:
                 return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
             workdir.chmod(0o755)
-            baseline = await self._overlay_judge(lease, base, workdir)
+            baseline = await self._overlay_judge(lease, workdir)
             task.phase = "run"
             spec = TaskSpec(
                 kernel_id=KernelId.parse(lease.kernel_id),
@@ -202,10 +202,10 @@ class Runner:
             if not self.options.keep_workdirs:
                 shutil.rmtree(base, ignore_errors=True)
 
-    async def _overlay_judge(self, lease: Lease, base: Path, workdir: Path) -> Path | None:
+    async def _overlay_judge(self, lease: Lease, workdir: Path) -> Path | None:
         """Put main's trusted judge files over the submitted ones; return the baseline path."""
-        bundle = base / "judge.tar.gz"
-        if not await self.transport.fetch_judge(lease, bundle):
+        bundle = await self.transport.fetch_judge(lease)
+        if bundle is None:
             return None
         trusted = read_package_files(bundle)
         for name in JUDGE_FILES:

@@ -90,9 +90,17 @@ class HttpTransport:
         if not await self._download(lease.handle["package_url"], lease, dest):
             raise KzError(f"package of {lease.submission_id} not found")
 
-    async def fetch_judge(self, lease: Lease, dest: Path) -> bool:
+    async def fetch_judge(self, lease: Lease) -> bytes | None:
         url = lease.handle.get("judge_url")
-        return bool(url) and await self._download(url, lease, dest)
+        if not url:
+            return None
+        token = {"X-Lease-Token": lease.handle["lease_token"]}
+        response = await self.client.get(url, headers=token)
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise KzError(f"{url}: HTTP {response.status_code}")
+        return response.content
 
     async def report(self, lease: Lease, report: Report) -> None:
         log = report.log[-MAX_LOG_BYTES:]

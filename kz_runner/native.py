@@ -199,14 +199,11 @@ class NativeTransport:
         with dest.open("wb") as sink:
             await self.log.get_object(PACKAGES_BUCKET, lease.package_digest, sink)
 
-    async def fetch_judge(self, lease: Lease, dest: Path) -> bool:
+    async def fetch_judge(self, lease: Lease) -> bytes | None:
         try:
-            with dest.open("wb") as sink:
-                await self.log.get_object(PACKAGES_BUCKET, judge_key(lease.kernel_id), sink)
+            return await self.log.get_object_bytes(PACKAGES_BUCKET, judge_key(lease.kernel_id))
         except ObjectNotFound:
-            dest.unlink(missing_ok=True)
-            return False
-        return True
+            return None
 
     async def report(self, lease: Lease, report: Report) -> None:
         assert self.info is not None

@@ -60,8 +60,8 @@ class Transport(Protocol):
 
     async def fetch_package(self, lease: Lease, dest: Path) -> None: ...
 
-    async def fetch_judge(self, lease: Lease, dest: Path) -> bool:
-        """Write main's trusted judge bundle for the kernel to `dest`; False when none exists."""
+    async def fetch_judge(self, lease: Lease) -> bytes | None:
+        """Main's trusted judge bundle for the kernel (a small tar.gz); None when none exists."""
 
     async def report(self, lease: Lease, report: Report) -> None:
         """Store the log, append the result and finish the claim."""

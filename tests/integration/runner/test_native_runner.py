@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +18,8 @@ from runner_helpers import RMSNORM, RMSNORM_ID, state_of, submit_dir
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionClaimed, SubmissionResult
 from kz_events.server import EmbeddedServer
+from kz_events.subjects import LOGS_BUCKET, PACKAGES_BUCKET, judge_key
+from kz_package import pack_directory
 from kz_runner.backends import get_backend
 from kz_runner.core import Runner, RunnerOptions
 from kz_runner.native import NativeTransport
@@ -176,3 +180,31 @@ async def test_sigterm_hands_the_task_back_at_once(
     assert [c.runner_id for c in claims] == ["leaving", "taker"]
     assert [c.attempt for c in claims] == [1, 2]
     assert not any(isinstance(e, SubmissionResult) and e.runner_id == "leaving" for e in events)
+
+
+async def test_main_judge_runs_instead_of_the_submitted_one(
+    event_log: EventLog, tmp_path: Path
+) -> None:
+    """For an existing kernel the runner lays main's judge bundle over the package: main's
+    benchmark.py runs, and KZ_BASELINE_PATH points at main's bench_result.yaml."""
+    trusted = tmp_path / "main_judge"
+    shutil.copytree(RMSNORM / ".kernel_package", trusted / ".kernel_package")
+    (trusted / ".kernel_package" / "bench_result.yaml").write_text(
+        f"schema_version: 1\nkernel_id: {RMSNORM_ID}\nbest: {{value: 1000000000.0}}\n"
+    )
+    benchmark = trusted / ".kernel_package" / "benchmark.py"
+    benchmark.write_text(benchmark.read_text().replace(
+        "    print(reason)\n", "    print(reason)\n    print('main judge ran')\n"))
+    bundle = io.BytesIO()
+    pack_directory(trusted, bundle)
+    bundle.seek(0)
+    await event_log.put_object(PACKAGES_BUCKET, judge_key(RMSNORM_ID), bundle)
+    sid = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path)
+    runner = _runner(event_log, tmp_path, "r1")
+    await asyncio.wait_for(runner.run(asyncio.Event(), max_tasks=1), timeout=120)
+    _, events = await state_of(event_log, "cpu", sid)
+    result = next(e for e in events if isinstance(e, SubmissionResult))
+    log = await event_log.get_object_bytes(LOGS_BUCKET, result.log_key or "")
+    assert result.outcome == "accepted", log.decode()[-3000:]
+    assert result.result is not None and "faster than current best" in result.result["reason"]
+    assert b"main judge ran" in log
