@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import platform
+import re
 import shutil
 import socket
 import tempfile
@@ -77,9 +78,20 @@ class Runner:
         self.current: _Task | None = None
         self.tasks_done = 0
 
+    @property
+    def taskdir(self) -> Path:
+        """Where this runner's task directories live: its own folder of the work dir, so
+        runners sharing a work dir never touch each other's tasks."""
+        return self.options.workdir / re.sub(r"[^A-Za-z0-9._-]", "_", self.info.runner_id)
+
     async def run(self, stop: asyncio.Event, *, max_tasks: int | None = None) -> None:
         self.backend.check_available()
-        self.options.workdir.mkdir(parents=True, exist_ok=True)
+        self.taskdir.mkdir(parents=True, exist_ok=True)
+        self.taskdir.chmod(0o711)  # the sandbox's unprivileged uid passes through to its task
+        if not self.options.keep_workdirs:
+            # A runner killed mid-task left its task directory behind; nothing else will.
+            for leftover in self.taskdir.glob("task-*"):
+                await asyncio.to_thread(shutil.rmtree, leftover, True)
         await self.transport.register(self.info)
         alive = asyncio.create_task(self._announce_alive())
         try:
@@ -167,7 +179,7 @@ class Runner:
     async def _execute(self, task: _Task) -> TaskOutcome:
         lease = task.lease
         base = Path(
-            tempfile.mkdtemp(prefix=f"task-{lease.submission_id[:8]}-", dir=self.options.workdir)
+            tempfile.mkdtemp(prefix=f"task-{lease.submission_id[:8]}-", dir=self.taskdir)
         )
         base.chmod(0o711)  # the sandbox's unprivileged uid must be able to reach pkg/
         try:
@@ -199,8 +211,8 @@ class Runner:
                 validate_result=validate_result_document,
             )
         finally:
-            if not self.options.keep_workdirs:
-                shutil.rmtree(base, ignore_errors=True)
+            if not self.options.keep_workdirs:  # off the loop: heartbeats and claims go on
+                await asyncio.to_thread(shutil.rmtree, base, True)
 
     async def _overlay_judge(self, lease: Lease, workdir: Path) -> Path | None:
         """Put main's trusted judge files over the submitted ones; return the baseline path."""

@@ -208,3 +208,24 @@ async def test_main_judge_runs_instead_of_the_submitted_one(
     assert result.outcome == "accepted", log.decode()[-3000:]
     assert result.result is not None and "faster than current best" in result.result["reason"]
     assert b"main judge ran" in log
+
+
+async def test_a_restarted_runner_removes_what_its_killed_run_left(
+    event_log: EventLog, tmp_path: Path
+) -> None:
+    """Task directories left by a runner killed mid-task go when it starts again; another
+    runner's directory in the same work dir is not touched."""
+    def sharing(name: str) -> Runner:
+        info = RunnerInfo(runner_id=name, arches=("cpu",), device="cpu", backend="stub")
+        options = RunnerOptions(workdir=tmp_path / "shared", poll_s=0.5)
+        return Runner(info, NativeTransport(event_log), get_backend("stub"), options)
+
+    mine, theirs = sharing("r1"), sharing("host/r2")
+    left = mine.taskdir / "task-0000abcd-x"
+    (left / "pkg").mkdir(parents=True)
+    (left / "pkg" / "big.bin").write_bytes(b"0" * 1024)
+    busy = theirs.taskdir / "task-1111abcd-y"
+    busy.mkdir(parents=True)
+    assert mine.taskdir != theirs.taskdir
+    await asyncio.wait_for(mine.run(asyncio.Event(), max_tasks=0), timeout=30)
+    assert not left.exists() and busy.exists()
