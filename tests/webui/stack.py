@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -20,10 +18,10 @@ import httpx
 from kz_cli.demo import DEMO_SUBMISSIONS, EXAMPLES, prepare
 from kz_events.server import free_port
 from kz_package import pack_directory
+from kz_testing import KzProcess, kz_argv
 
 __all__ = ["Stack", "pack_variant", "start_stack", "submit_package"]
 
-KZ = Path(sys.executable).with_name("kz")
 BANNER = re.compile(r"--nats-url (\S+)")
 TERMINAL = {"committed", "rejected", "failed", "cancelled"}
 # What the stub backend answers per demo submission (kernel id, submitter): plausible numbers.
@@ -43,26 +41,18 @@ DEMO_VALUES = {
 class Stack:
     """A running `kz up`: its base URL, embedded NATS URL, data dir and seeded submissions."""
 
-    process: subprocess.Popen[bytes]
+    process: KzProcess
     base_url: str
     nats_url: str
     data_dir: Path
     seeded: list[str] = field(default_factory=list)
 
     def log_tail(self) -> str:
-        text = (self.data_dir / "up.log").read_text(errors="replace")
-        return text[-4000:]
+        return self.process.tail(60)
 
     def stop(self) -> None:
         """SIGTERM the process group, SIGKILL it if it lingers."""
-        if self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+        self.process.stop(timeout_s=20)
 
 
 def _env() -> dict[str, str]:
@@ -73,7 +63,7 @@ def _env() -> dict[str, str]:
 
 def _wait_banner(stack: Stack, deadline: float) -> str:
     while time.monotonic() < deadline:
-        if stack.process.poll() is not None:
+        if not stack.process.alive:
             raise RuntimeError(f"kz up exited with {stack.process.returncode}:\n{stack.log_tail()}")
         found = BANNER.search((stack.data_dir / "up.log").read_text(errors="replace"))
         if found:
@@ -120,7 +110,7 @@ def wait_terminal(client: httpx.Client, ids: list[str], timeout_s: float = 60.0)
 
 def _seed(stack: Stack) -> None:
     subprocess.run(
-        [str(KZ), "import", str(EXAMPLES), "--nats-url", stack.nats_url, "--submitter", "examples"],
+        kz_argv("import", str(EXAMPLES), "--nats-url", stack.nats_url, "--submitter", "examples"),
         check=True,
         env=_env(),
         capture_output=True,
@@ -145,24 +135,9 @@ def _seed(stack: Stack) -> None:
 def start_stack(root: Path) -> Stack:
     """Start `kz up --backend stub` under `root` and seed it; the caller stops it."""
     port = free_port()
-    with (root / "up.log").open("wb") as log:
-        process = subprocess.Popen(
-            [
-                str(KZ),
-                "up",
-                "--backend",
-                "stub",
-                "--no-demo",
-                "--port",
-                str(port),
-                "--data-dir",
-                str(root),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=_env(),
-            start_new_session=True,
-        )
+    argv = kz_argv("up", "--backend", "stub", "--no-demo", "--port", str(port),
+                   "--data-dir", str(root))
+    process = KzProcess("kz up", argv, _env(), root / "up.log").start()
     stack = Stack(process, f"http://127.0.0.1:{port}", "", root)
     try:
         stack.nats_url = _wait_banner(stack, time.monotonic() + 60)

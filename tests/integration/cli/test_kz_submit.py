@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from kz_events.server import free_port
 from kz_package import pack_directory
+from kz_testing import KzProcess, kz_argv
 
 pytestmark = pytest.mark.integration
 
@@ -41,46 +41,16 @@ def kz(
 def stack(tmp_path: Path) -> Iterator[str]:
     """`kz up --no-demo --backend stub` on a free port; yields its base URL."""
     port = free_port()
-    log = (tmp_path / "up.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kz_cli.main",
-            "up",
-            "--no-demo",
-            "--backend",
-            "stub",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(tmp_path / "kz"),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        cwd=tmp_path,
-    )
+    argv = kz_argv("up", "--no-demo", "--backend", "stub", "--port", str(port),
+                   "--data-dir", str(tmp_path / "kz"))
+    up = KzProcess("kz up", argv, dict(os.environ), tmp_path / "up.log", cwd=tmp_path).start()
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/api/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, (tmp_path / "up.log").read_text()
-            time.sleep(0.2)
+        up.wait_healthy(url, timeout_s=60)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+        up.signal(signal.SIGINT)  # what Ctrl-C sends: kz up's own way down
+        up.wait_or_kill(30)
 
 
 def test_kz_submit_follows_a_package_to_its_commits(stack: str) -> None:
