@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ import httpx
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionAccepted
 from kz_events.server import EmbeddedServer, free_port
+from kz_testing import KzProcess, kz_argv
 
 TARGET_MS = 1000.0
 CHROMIUM = "/usr/bin/chromium"
@@ -130,31 +130,17 @@ def running_api(tmp: Path, kernels: int, boards: int) -> Iterator[str]:
             "KZ_INDEX_PATH": str(tmp / "index.json"),
             "KZ_PORT": str(port),
         }
-        with (tmp / "api.log").open("wb") as sink:
-            api = subprocess.Popen(
-                [sys.executable, "-m", "kz_cli.main", "api"],
-                env=env,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-            )
-        try:
+        with KzProcess("kz api", kz_argv("api"), env, tmp / "api.log") as api:
             base = f"http://127.0.0.1:{port}"
-            wait_folded(base, api, kernels, tmp / "api.log")
+            wait_folded(base, api, kernels)
             yield base
-        finally:
-            api.terminate()
-            try:
-                api.wait(10)
-            except subprocess.TimeoutExpired:
-                api.kill()
-                api.wait()
 
 
-def wait_folded(base: str, api: subprocess.Popen[bytes], seq: int, log: Path) -> None:
+def wait_folded(base: str, api: KzProcess, seq: int) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if api.poll() is not None:
-            raise SystemExit(f"kz api exited with {api.returncode}:\n{log.read_text()[-3000:]}")
+        if not api.alive:
+            raise SystemExit(f"kz api exited with {api.returncode}:\n{api.tail()}")
         try:
             fold = httpx.get(base + "/api/health", timeout=2).json().get("fold", {})
             if fold.get("seq", 0) >= seq:

@@ -17,9 +17,15 @@ from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.leases import LeaseClaim
 from kz_api.models import ResultBody, TaskOffer
-from kz_api.service import append_seen, load_submission, new_meta, submission_view
+from kz_api.service import append_seen, load_submission, submission_view
 from kz_events.errors import ConcurrencyConflict, RuleViolation
-from kz_events.events import RunnerHeartbeat, SubmissionSubmitted, TaskHeartbeat, decode_event
+from kz_events.events import (
+    EventMeta,
+    RunnerHeartbeat,
+    SubmissionSubmitted,
+    TaskHeartbeat,
+    decode_event,
+)
 from kz_events.ids import KernelId
 from kz_events.lifecycle import Claim, ReportResult, Status, decide, fold
 from kz_events.subjects import EVENTS_STREAM, LOGS_BUCKET, aggregate_filter, consumer_name
@@ -68,7 +74,10 @@ async def _try_claim(ctx: ApiContext, msg: Msg, runner_id: str) -> TaskOffer | N
         events = decide(
             state,
             Claim(
-                meta=new_meta(runner_id), runner_id=runner_id, lease_id=lease_id, attempt=attempt
+                meta=EventMeta.now(runner_id),
+                runner_id=runner_id,
+                lease_id=lease_id,
+                attempt=attempt,
             ),
         )
         await append_seen(ctx, events, expect=state.version, expect_on=subject)
@@ -132,7 +141,7 @@ async def claim_task(
 
 async def _announce_idle(ctx: ApiContext, runner_id: str, arches: list[str]) -> None:
     """A runner asking for work is alive and idle: say so on its live subject."""
-    meta = new_meta(runner_id)
+    meta = EventMeta.now(runner_id)
     await ctx.log.publish_live(
         RunnerHeartbeat(
             **meta.fields(),
@@ -165,7 +174,7 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
         # The runner is shutting down: give the task back at once for another runner.
         await ctx.log.nc.publish(claim.reply, NAK)
         return False
-    meta = new_meta(claim.runner_id)
+    meta = EventMeta.now(claim.runner_id)
     beat = TaskHeartbeat(
         **meta.fields(),
         submission_id=claim.submission_id,
@@ -200,7 +209,7 @@ async def report_result(
     state, subject = await load_submission(ctx, submission_view(ctx, submission_id))
     log_key = f"{submission_id}-{claim.attempt}"
     command = ReportResult(
-        meta=new_meta(claim.runner_id),
+        meta=EventMeta.now(claim.runner_id),
         runner_id=claim.runner_id,
         lease_id=claim.lease_id,
         outcome=body.outcome,

@@ -11,16 +11,16 @@ from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.readmodel import SubmissionView
 from kz_events.errors import LogUnavailable
-from kz_events.events import Event, EventMeta
+from kz_events.events import Event
 from kz_events.ids import KernelId, parse_submission_id
 from kz_events.lifecycle import SubmissionState, fold
 from kz_events.subjects import aggregate_filter
 
 __all__ = [
     "append_seen",
+    "catch_up",
     "current_submission_view",
     "load_submission",
-    "new_meta",
     "submission_view",
     "utcnow",
 ]
@@ -30,10 +30,6 @@ READ_YOUR_WRITES_S = 5.0
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def new_meta(actor: str) -> EventMeta:
-    return EventMeta.now(actor)
 
 
 def submission_view(ctx: ApiContext, submission_id: str) -> SubmissionView:
@@ -50,9 +46,15 @@ async def current_submission_view(ctx: ApiContext, submission_id: str) -> Submis
     once its fold has caught up with the log: another replica may have just taken it."""
     sid = parse_submission_id(submission_id)
     if sid not in ctx.models.submissions:
-        with contextlib.suppress(LogUnavailable):
-            await ctx.models.wait_seq(await ctx.log.last_seq(), READ_YOUR_WRITES_S)
+        await catch_up(ctx)
     return submission_view(ctx, sid)
+
+
+async def catch_up(ctx: ApiContext) -> None:
+    """Wait (a bounded while) until this replica's fold has seen the log's present end, so it
+    knows what another replica just appended; best effort when the log is away."""
+    with contextlib.suppress(LogUnavailable):
+        await ctx.models.wait_seq(await ctx.log.last_seq(), READ_YOUR_WRITES_S)
 
 
 async def load_submission(ctx: ApiContext, view: SubmissionView) -> tuple[SubmissionState, str]:

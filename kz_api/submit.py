@@ -16,11 +16,11 @@ from kz_api.auth import Submitter
 from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.models import SubmitAnswer
-from kz_api.service import READ_YOUR_WRITES_S, append_seen, new_meta, utcnow
+from kz_api.service import append_seen, catch_up, utcnow
 from kz_api.upload import Upload
 from kz_api.views import status_doc
-from kz_events.errors import LogUnavailable, ObjectNotFound
-from kz_events.events import PackageSummary
+from kz_events.errors import ObjectNotFound
+from kz_events.events import EventMeta, PackageSummary
 from kz_events.ids import KernelId, new_submission_id
 from kz_events.lifecycle import SubmissionState, Submit, decide
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
@@ -166,8 +166,7 @@ async def _earlier_try(ctx: ApiContext, key: tuple[str, str]) -> str | None:
     this replica before its fold saw the first try's event, so catch up with the log first."""
     sid = ctx.models.idempotency.get(key)
     if sid is None:
-        with contextlib.suppress(LogUnavailable):
-            await ctx.models.wait_seq(await ctx.log.last_seq(), READ_YOUR_WRITES_S)
+        await catch_up(ctx)
         sid = ctx.models.idempotency.get(key)
     return sid
 
@@ -217,7 +216,7 @@ async def _store_and_announce(
         await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, upload.path)
     sid = new_submission_id()
     command = Submit(
-        meta=new_meta(submitter.id),
+        meta=EventMeta.now(submitter.id),
         submission_id=sid,
         kernel_id=str(kernel_id),
         submitter_id=submitter.id,

@@ -63,7 +63,7 @@ from kz_events.subjects import (
     submitted_filter,
 )
 
-__all__ = ["EventLog", "LogOptions", "Stored"]
+__all__ = ["EventLog", "LogOptions", "Stored", "take"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,14 @@ TRANSIENT = (
     asyncio.TimeoutError,
     ObjectChanged,
 )
+
+
+async def take(queue: asyncio.Queue[T], timeout_s: float) -> T:
+    """The next item of a follower's queue; TimeoutError after `timeout_s` without one. An item
+    already waiting (the common case under load) is taken without `wait_for`'s task."""
+    if not queue.empty():
+        return queue.get_nowait()
+    return await asyncio.wait_for(queue.get(), timeout_s)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -364,18 +372,12 @@ class EventLog:
             try:
                 while True:
                     try:
-                        # Under load the queue is rarely empty: skip wait_for's task per event.
-                        msg = queue.get_nowait()
-                    except asyncio.QueueEmpty:
-                        try:
-                            msg = await asyncio.wait_for(queue.get(), stall_check_s)
-                        except TimeoutError:
-                            if await self._has_after(stream, subject_filter, next_seq):
-                                log.warning(
-                                    "event log: follower stalled at %d; resubscribe", next_seq
-                                )
-                                break
-                            continue
+                        msg = await take(queue, stall_check_s)
+                    except TimeoutError:
+                        if await self._has_after(stream, subject_filter, next_seq):
+                            log.warning("event log: follower stalled at %d; resubscribe", next_seq)
+                            break
+                        continue
                     seq = int(msg.metadata.sequence.stream)
                     if seq < next_seq:
                         continue  # redelivered after the client library reset its consumer

@@ -21,7 +21,12 @@ from collections import OrderedDict
 import nats.js.errors
 from nats.js import JetStreamContext
 from nats.js.api import ObjectInfo
-from nats.js.object_store import ObjectStore
+from nats.js.object_store import (
+    OBJ_CHUNKS_PRE_TEMPLATE,
+    OBJ_DIGEST_TYPE,
+    OBJ_STREAM_TEMPLATE,
+    ObjectStore,
+)
 
 from kz_events.errors import ObjectCorrupt
 
@@ -29,7 +34,6 @@ __all__ = ["DigestCache", "ObjectChanged", "read_small_object"]
 
 MESSAGE_GET_CHUNKS = 8  # objects of more chunks are read through a consumer
 CACHED_OBJECT_BYTES = 1 << 20  # the largest object kept in the cache
-DIGEST_PREFIX = "SHA-256="
 
 
 class ObjectChanged(Exception):
@@ -66,15 +70,16 @@ class DigestCache:
 
 def _expected_sha256(info: ObjectInfo) -> bytes:
     digest = info.digest or ""
-    if not digest.upper().startswith(DIGEST_PREFIX):
+    if not digest.upper().startswith(OBJ_DIGEST_TYPE.upper()):
         raise ObjectCorrupt(f"object {info.name!r}: its meta record has no SHA-256 digest")
-    return base64.urlsafe_b64decode(digest[len(DIGEST_PREFIX) :])
+    return base64.urlsafe_b64decode(digest[len(OBJ_DIGEST_TYPE) :])
 
 
 async def _chunks_by_message_get(
     js: JetStreamContext, bucket: str, info: ObjectInfo
 ) -> bytes:
-    stream, subject = f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}"
+    stream = OBJ_STREAM_TEMPLATE.format(bucket=bucket)
+    subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=bucket, obj=info.nuid)
     parts: list[bytes] = []
     seq = 1
     for _ in range(info.chunks or 0):

@@ -4,17 +4,17 @@ Every timed call gets fresh inputs from `make_inputs()` and, before it, a pass t
 buffer larger than the last-level cache; the warm-up does exactly the same, only its samples
 are dropped. Sampling stops when the SEM is below `target_rel_sem` of the mean (after at
 least `min_samples`), when the budget is spent, or at `max_samples`. The garbage collector is
-off while sampling (as `timeit` does), so a collection of the benchmark's own garbage never
-lands inside one timed call.
+off while sampling (as `timeit` does), on the CPU and the GPU path alike.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,19 @@ def _check_settings(
         )
 
 
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    """The garbage collector off (after one collection), and back as it was afterwards."""
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def sample_adaptively(
     timed_call: Callable[[], float],
     *,
@@ -76,25 +89,30 @@ def sample_adaptively(
     min_samples: int = 3,
     target_rel_sem: float = 1e-3,
 ) -> tuple[list[float], str]:
-    """Run warm-up then timed calls; return every kept sample and why sampling stopped."""
+    """Run warm-up then timed calls; return every kept sample and why sampling stopped.
+
+    The garbage collector is off meanwhile, as in `timeit`: a collection of the benchmark's
+    own garbage never lands inside a timed call.
+    """
     _check_settings(warmup_s, budget_s, max_samples, min_samples, target_rel_sem)
-    warm_start = now()
-    while now() - warm_start < warmup_s:
-        timed_call()
-    samples: list[float] = []
-    running = _Welford()
-    start = now()
-    while len(samples) < max_samples:
-        sample = timed_call()
-        samples.append(sample)
-        running.add(sample)
-        if len(samples) < min_samples:
-            continue
-        if running.rel_sem() < target_rel_sem:
-            return samples, "converged"
-        if now() - start >= budget_s:
-            return samples, "budget"
-    return samples, "max_samples"
+    with _collector_off():
+        warm_start = now()
+        while now() - warm_start < warmup_s:
+            timed_call()
+        samples: list[float] = []
+        running = _Welford()
+        start = now()
+        while len(samples) < max_samples:
+            sample = timed_call()
+            samples.append(sample)
+            running.add(sample)
+            if len(samples) < min_samples:
+                continue
+            if running.rel_sem() < target_rel_sem:
+                return samples, "converged"
+            if now() - start >= budget_s:
+                return samples, "budget"
+        return samples, "max_samples"
 
 
 def _llc_bytes() -> int:
@@ -148,20 +166,13 @@ def bench_cpu(
         return float(time.perf_counter_ns() - begin)
 
     fn(*as_args(make_inputs()))
-    collecting = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        samples, stop = sample_adaptively(
-            timed_call,
-            now=time.perf_counter,
-            warmup_s=warmup_s,
-            budget_s=budget_s,
-            max_samples=max_samples,
-            min_samples=min_samples,
-            target_rel_sem=target_rel_sem,
-        )
-    finally:
-        if collecting:
-            gc.enable()
+    samples, stop = sample_adaptively(
+        timed_call,
+        now=time.perf_counter,
+        warmup_s=warmup_s,
+        budget_s=budget_s,
+        max_samples=max_samples,
+        min_samples=min_samples,
+        target_rel_sem=target_rel_sem,
+    )
     return Stats.from_samples(samples, unit="ns", stop=stop).to_unit(unit)

@@ -17,7 +17,7 @@ from kz_package.errors import (
     PackageError,
     Problem,
 )
-from kz_package.judge import JUDGE_PARTS, judge_changes
+from kz_package.judge import JUDGE_FILES, JUDGE_PARTS, judge_changes
 from kz_package.limits import MIB, Limits
 from kz_package.memread import (
     MemoryBudgetExceeded,
@@ -38,6 +38,7 @@ __all__ = [
     "INVALID_KERNEL_ID",
     "INVALID_PACKAGE",
     "INVALID_RESULT",
+    "JUDGE_FILES",
     "JUDGE_PARTS",
     "MIB",
     "PACKAGE_DIR",

@@ -14,9 +14,12 @@ from kz_package.limits import Limits
 from kz_package.memread import PackageFiles
 from kz_package.yaml_safe import load_yaml
 
-__all__ = ["JUDGE_PARTS", "judge_changes"]
+__all__ = ["JUDGE_FILES", "JUDGE_PARTS", "judge_changes"]
 
 JUDGE_PARTS = ("benchmark.py", "build_test_env.py", "desc.yaml:metric")
+# The files of `.kernel_package/` that main's judge bundle carries to runners (the judge parts
+# plus the baseline to beat).
+JUDGE_FILES = ("desc.yaml", "bench_result.yaml", "benchmark.py", "build_test_env.py")
 
 
 def _file_bytes(root: Path | PackageFiles, name: str) -> bytes | None:

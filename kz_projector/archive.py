@@ -19,7 +19,7 @@ from dulwich.repo import BaseRepo
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from kz_events.eventlog import EventLog
+from kz_events.eventlog import EventLog, take
 from kz_events.events import decode_event
 from kz_events.subjects import EVENTS_STREAM, EVENTS_SUBJECTS
 from kz_projector.errors import BranchMoved, HistoryDiverged
@@ -219,8 +219,7 @@ class ArchiveProjector:
         try:
             while True:
                 try:
-                    pending.append(queue.get_nowait() if not queue.empty() else (
-                        await asyncio.wait_for(queue.get(), timeout=self.idle_s)))
+                    pending.append(await take(queue, self.idle_s))
                 except TimeoutError:
                     self._flush(pending)
                     continue

@@ -27,11 +27,12 @@ from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decid
 from kz_events.subjects import aggregate_filter
 from kz_projector.errors import BranchMoved
 from kz_projector.gitfold import Applied, GitFold
-from kz_projector.gitstore import Person, close_repo, open_repo
+from kz_projector.gitstore import FileMap, Person, close_repo, open_repo
 from kz_projector.packages import (
     ObjectStorePackages,
     PackageSource,
     judge_bundle,
+    judge_files,
     put_judge_bundle,
 )
 
@@ -82,7 +83,7 @@ class GitProjector:
         self.subs: dict[str, SubmissionState] = {}
         self.unflushed: list[Applied] = []
         self.batch = batch
-        self.bundles: dict[str, bytes] = {}  # kernel id → the judge bundle put last
+        self.judges: dict[str, FileMap] = {}  # kernel id → the judge files stored last
 
     @property
     def position(self) -> int:
@@ -145,12 +146,11 @@ class GitProjector:
                 await self.announce(applied)
 
     async def _store_bundles(self, done: list[Applied]) -> None:
-        latest = {applied.kernel_id: applied.files for applied in done}
-        for kernel_id, files in latest.items():
-            bundle = judge_bundle(files)
-            if self.bundles.get(kernel_id) != bundle:  # most commits leave the judge as it was
-                await put_judge_bundle(self.elog, kernel_id, bundle)
-                self.bundles[kernel_id] = bundle
+        latest = {applied.kernel_id: judge_files(applied.files) for applied in done}
+        for kernel_id, judge in latest.items():
+            if self.judges.get(kernel_id) != judge:  # most commits leave the judge as it was
+                await put_judge_bundle(self.elog, kernel_id, judge_bundle(judge))
+                self.judges[kernel_id] = judge
 
     async def catch_up(self) -> int:
         """Fold every event now in the log (starting if needed); returns the position."""

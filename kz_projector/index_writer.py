@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from kz_events.eventlog import EventLog, Stored
+from kz_events.eventlog import EventLog, Stored, take
 from kz_events.events import PackageSummary
 from kz_events.fanout import Follower
 from kz_projector.errors import PackageUnavailable
@@ -138,8 +138,7 @@ class IndexProjector:
             last_write = loop.time()
             while True:
                 try:
-                    seq, event = queue.get_nowait() if not queue.empty() else (
-                        await asyncio.wait_for(queue.get(), timeout=self.debounce_s))
+                    seq, event = await take(queue, self.debounce_s)
                 except TimeoutError:
                     await self.flush_off_loop()
                     last_write = loop.time()

@@ -22,6 +22,7 @@ from kz_events.eventlog import EventLog
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
 from kz_package.archive import PACKAGE_DIR, pack_directory, pack_files
 from kz_package.errors import PackageError
+from kz_package.judge import JUDGE_FILES
 from kz_package.memread import read_package_files
 from kz_package.yaml_safe import load_yaml
 from kz_projector.errors import PackageUnavailable
@@ -38,7 +39,6 @@ from kz_projector.gitstore import (
 )
 
 __all__ = [
-    "JUDGE_FILES",
     "GitPackages",
     "ObjectStorePackages",
     "PackageSource",
@@ -47,10 +47,10 @@ __all__ = [
     "files_from_tarball",
     "files_of_tree",
     "judge_bundle",
+    "judge_files",
     "put_judge_bundle",
 ]
 
-JUDGE_FILES = ("desc.yaml", "bench_result.yaml", "benchmark.py", "build_test_env.py")
 DESC = f"{PACKAGE_DIR}/desc.yaml"
 _SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 
@@ -188,13 +188,18 @@ def files_of_tree(
     return out
 
 
-def judge_bundle(files: FileMap) -> bytes:
-    """The canonical tar.gz of a package's judge files (`.kernel_package/` as main has it)."""
-    judge = {
+def judge_files(files: FileMap) -> dict[str, tuple[int, bytes]]:
+    """The judge files among a package's files (`.kernel_package/` as main has it)."""
+    return {
         f"{PACKAGE_DIR}/{name}": files[f"{PACKAGE_DIR}/{name}"]
         for name in JUDGE_FILES
         if f"{PACKAGE_DIR}/{name}" in files
     }
+
+
+def judge_bundle(files: FileMap) -> bytes:
+    """The canonical tar.gz of a package's judge files (see `judge_files`)."""
+    judge = judge_files(files)
     out = io.BytesIO()
     if judge:
         pack_files(judge, out)

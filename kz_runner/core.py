@@ -23,6 +23,7 @@ from pathlib import Path
 from kz_events.errors import KzError, LogUnavailable
 from kz_events.ids import KernelId
 from kz_package import (
+    JUDGE_FILES,
     PACKAGE_DIR,
     PackageError,
     read_package_files,
@@ -38,7 +39,6 @@ __all__ = ["Runner", "RunnerOptions", "default_runner_id"]
 
 log = logging.getLogger("kz.runner")
 
-JUDGE_FILES = ("benchmark.py", "build_test_env.py", "desc.yaml", "bench_result.yaml")
 HARNESS_DIR = Path(__file__).resolve().parents[1]  # holds kz_harness/
 
 

@@ -25,9 +25,10 @@ from kz_api.models import (
     LeaseDoc,
 )
 from kz_api.openapi import errors
-from kz_api.service import append_seen, new_meta
+from kz_api.service import append_seen
 from kz_api.views import history_row, lease_doc
 from kz_events.errors import InvalidInput
+from kz_events.events import EventMeta
 from kz_events.ids import KernelId
 from kz_events.lifecycle import ClaimKernel, KernelLease, ReleaseKernel, decide_lease, fold_lease
 from kz_events.subjects import aggregate_filter
@@ -243,7 +244,7 @@ class KernelsController(Controller):
             ctx,
             kernel_id,
             lambda: ClaimKernel(
-                meta=new_meta(submitter.id),
+                meta=EventMeta.now(submitter.id),
                 kernel_id=str(kernel_id),
                 holder=submitter.id,
                 lease_id=str(uuid.uuid4()),
@@ -274,6 +275,6 @@ class KernelsController(Controller):
             ctx,
             kernel_id,
             lambda: ReleaseKernel(
-                meta=new_meta(submitter.id), kernel_id=str(kernel_id), holder=submitter.id
+                meta=EventMeta.now(submitter.id), kernel_id=str(kernel_id), holder=submitter.id
             ),
         )

@@ -27,10 +27,10 @@ from kz_api.models import (
 )
 from kz_api.openapi import errors
 from kz_api.runner_tasks import claim_task, heartbeat, report_result, verify_lease
-from kz_api.service import append_seen, new_meta
+from kz_api.service import append_seen
 from kz_api.views import runner_doc
 from kz_events.errors import ObjectNotFound
-from kz_events.events import RunnerRegistered
+from kz_events.events import EventMeta, RunnerRegistered
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
 
 __all__ = ["RunnerController", "RunnersController"]
@@ -60,7 +60,7 @@ class RunnerController(Controller):
     ) -> RegisterAnswer:
         for arch in data.arches:
             runner.require(arch)
-        meta = new_meta(data.runner_id)
+        meta = EventMeta.now(data.runner_id)
         event = RunnerRegistered(
             **meta.fields(),
             runner_id=data.runner_id,

@@ -28,13 +28,13 @@ from kz_api.service import (
     append_seen,
     current_submission_view,
     load_submission,
-    new_meta,
     submission_view,
 )
 from kz_api.submit import accept_submission
 from kz_api.upload import receive_upload
 from kz_api.views import detail_doc, status_doc
 from kz_events.errors import ObjectNotFound
+from kz_events.events import EventMeta
 from kz_events.lifecycle import Cancel, Disqualify, decide
 from kz_events.subjects import LOGS_BUCKET
 
@@ -169,7 +169,7 @@ class SubmissionsController(Controller):
             raise ApiError(403, "forbidden", "only the submitter or a maintainer may cancel")
         state, subject = await load_submission(ctx, view)
         reason = (data.reason if data else "") or f"cancelled by {submitter.id}"
-        events = decide(state, Cancel(meta=new_meta(submitter.id), reason=reason))
+        events = decide(state, Cancel(meta=EventMeta.now(submitter.id), reason=reason))
         await append_seen(ctx, events, expect=state.version, expect_on=subject)
         return status_doc(view, ctx.models)
 
@@ -190,6 +190,6 @@ class SubmissionsController(Controller):
         if not submitter.maintainer:
             raise ApiError(403, "forbidden", "only maintainers may disqualify a submission")
         state, subject = await load_submission(ctx, view)
-        events = decide(state, Disqualify(meta=new_meta(submitter.id), reason=data.reason))
+        events = decide(state, Disqualify(meta=EventMeta.now(submitter.id), reason=data.reason))
         await append_seen(ctx, events, expect=state.version, expect_on=subject)
         return status_doc(view, ctx.models)

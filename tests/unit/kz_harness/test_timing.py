@@ -113,3 +113,16 @@ def test_the_collector_is_off_while_timing_and_back_on_after() -> None:
               max_samples=5, flush_cache=False)
     assert states and not any(states[1:])  # the first, untimed call may run with it on
     assert gc.isenabled()
+
+
+def test_sampling_itself_turns_the_collector_off_for_every_timing_path() -> None:
+    """`sample_adaptively`, which the GPU path shares, runs its calls with the collector off."""
+    states: list[bool] = []
+
+    def timed_call() -> float:
+        states.append(gc.isenabled())
+        return 1.0
+
+    sample_adaptively(timed_call, now=lambda: 0.0, warmup_s=0.0, budget_s=1.0, max_samples=4)
+    assert states and not any(states)
+    assert gc.isenabled()
