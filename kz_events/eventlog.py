@@ -509,18 +509,28 @@ class EventLog:
     # --- retries ------------------------------------------------------------------------
 
     async def _retry(self, call: Callable[[], Any]) -> Any:
-        """Run `call`, retrying named transient errors with jittered backoff, bounded."""
+        """Run `call`, retrying named transient errors with jittered backoff, bounded.
+
+        The first try runs bare: building the retry machinery costs more than most requests
+        it wraps, and almost every call succeeds at once."""
+        try:
+            return await call()
+        except TRANSIENT as exc:
+            if self.options.retry_attempts <= 1:
+                raise LogUnavailable(f"NATS did not answer after retries: {exc!r}") from exc
+            log.warning("event log: transient error, retrying (attempt 1): %r", exc)
         opts = self.options
         wait = wait_none() if opts.retry_fast else wait_exponential_jitter(multiplier=0.05, max=2.0)
         try:
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type(TRANSIENT),
-                stop=stop_after_attempt(opts.retry_attempts) | stop_after_delay(opts.retry_total_s),
+                stop=stop_after_attempt(opts.retry_attempts - 1)
+                | stop_after_delay(opts.retry_total_s),
                 wait=wait,
                 reraise=True,
                 before_sleep=lambda state: log.warning(
                     "event log: transient error, retrying (attempt %d): %r",
-                    state.attempt_number,
+                    state.attempt_number + 1,
                     state.outcome.exception() if state.outcome else None,
                 ),
             ):
