@@ -22,7 +22,7 @@ from dulwich.repo import BaseRepo, MemoryRepo, Repo
 from dulwich.trailers import Trailer, format_trailers, parse_trailers
 
 from kz_projector.errors import RefLocked
-from kz_projector.gitpacks import consolidate_packs
+from kz_projector.gitpacks import consolidate_packs, write_pack
 
 __all__ = [
     "MAIN",
@@ -39,6 +39,7 @@ __all__ = [
 MAIN = Ref(b"refs/heads/main")
 EXEC_MODE = stat.S_IFREG | 0o755
 FILE_MODE = stat.S_IFREG | 0o644
+
 
 class ObjectSource(Protocol):
     """Anything that maps object ids to objects: an object store, or a `Writer`."""
@@ -180,9 +181,11 @@ class Writer:
         """Write every pending object (one pack on disk) before any ref points at them."""
         if not self.pending:
             return
-        self.store.add_objects([(obj, None) for obj in self.pending.values()])
         if isinstance(self.store, PackBasedObjectStore):
+            write_pack(self.store, list(self.pending.values()))
             consolidate_packs(self.store)
+        else:
+            self.store.add_objects([(obj, None) for obj in self.pending.values()])
         self.known.update(self.pending)
         if len(self.known) > 200_000:
             self.known.clear()
