@@ -12,7 +12,7 @@ import contextlib
 import functools
 import io
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -51,7 +51,7 @@ from kz_events.events import (
     subject_of,
 )
 from kz_events.objects import DigestCache, ObjectChanged, read_small_object
-from kz_events.reader import BatchReader
+from kz_events.reader import BatchReader, Record
 from kz_events.subjects import (
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
@@ -333,6 +333,23 @@ class EventLog:
         batch: int = 1000,
     ) -> AsyncIterator[Stored]:
         """Events from `from_seq` up to the stream's end now (or `upto`), in order, then stop."""
+        records = self.replay_raw(
+            from_seq, subject_filter=subject_filter, upto=upto, stream=stream, batch=batch
+        )
+        async with contextlib.aclosing(records):
+            async for seq, subject, data in records:
+                yield seq, checked_event(subject, data)
+
+    async def replay_raw(
+        self,
+        from_seq: int = 1,
+        *,
+        subject_filter: str = EVENTS_SUBJECTS,
+        upto: int | None = None,
+        stream: str = EVENTS_STREAM,
+        batch: int = 1000,
+    ) -> AsyncGenerator[Record, None]:
+        """`replay`, as stored: (sequence, subject, the event's exact bytes)."""
         reader = BatchReader(
             self.nc,
             self.js,
@@ -344,10 +361,10 @@ class EventLog:
         try:
             while not reader.drained:
                 records = await self._retry(functools.partial(reader.next_batch, batch))
-                for seq, subject, data in records:
-                    if upto is not None and seq > upto:
+                for record in records:
+                    if upto is not None and record[0] > upto:
                         return
-                    yield seq, checked_event(subject, data)
+                    yield record
         finally:
             await reader.close()
 
@@ -365,6 +382,22 @@ class EventLog:
         event, the consumer is replaced from the next sequence: an ordered consumer made on
         a node that is rejoining a cluster can stay silent, heartbeats and all.
         """
+        records = self.subscribe_raw(
+            subject_filter, from_seq, stream=stream, stall_check_s=stall_check_s
+        )
+        async with contextlib.aclosing(records):
+            async for seq, subject, data in records:
+                yield seq, checked_event(subject, data)
+
+    async def subscribe_raw(
+        self,
+        subject_filter: str = EVENTS_SUBJECTS,
+        from_seq: int = 1,
+        *,
+        stream: str = EVENTS_STREAM,
+        stall_check_s: float = 5.0,
+    ) -> AsyncGenerator[Record, None]:
+        """`subscribe`, as stored: (sequence, subject, the event's exact bytes)."""
         next_seq = max(1, from_seq)
         while True:
             queue: asyncio.Queue[Msg] = asyncio.Queue(maxsize=10_000)
@@ -382,7 +415,7 @@ class EventLog:
                     if seq < next_seq:
                         continue  # redelivered after the client library reset its consumer
                     next_seq = seq + 1
-                    yield seq, checked_event(msg.subject, msg.data)
+                    yield seq, msg.subject, msg.data
             finally:
                 with contextlib.suppress(*TRANSIENT, nats.errors.BadSubscriptionError):
                     await sub.unsubscribe()

@@ -2,21 +2,27 @@
 
 The projector runs several parts that each follow the whole log. With a subscription each,
 every event crosses the connection once per part and is decoded once per part; here it is
-received and decoded once and handed to every reader. Each reader still sees what
-`EventLog.subscribe(from_seq=...)` would give it: every event from its own position, in order.
-A reader that starts behind the shared follow first replays the gap from the log.
+received and decoded once and handed to every reader, decoded (`subscribe`) or as stored
+(`subscribe_raw`, for the archive). Each reader still sees what the same call on `EventLog`
+would give it: every event from its own position, in order. A reader that starts behind the
+shared follow first replays the gap from the log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Protocol
 
 from kz_events.eventlog import EventLog, Stored
+from kz_events.events import Event, UnknownEvent, checked_event
+from kz_events.reader import Record
 
-__all__ = ["Follower", "SharedFollow"]
+__all__ = ["Follower", "RawFollower", "SharedFollow"]
+
+_Item = tuple[Record, Event | UnknownEvent | None]
+"""An event as stored, and decoded when the shared follow decoded it already."""
 
 
 class Follower(Protocol):
@@ -25,20 +31,39 @@ class Follower(Protocol):
     def subscribe(self, *, from_seq: int) -> AsyncIterator[Stored]: ...
 
 
+class RawFollower(Protocol):
+    """What the archive needs to follow the log as stored: `EventLog`, or a `SharedFollow`."""
+
+    def subscribe_raw(self, *, from_seq: int) -> AsyncGenerator[Record, None]: ...
+
+
 class SharedFollow:
-    """Hands every event of one `EventLog.subscribe` to each reader of `subscribe`."""
+    """Hands every event of one `EventLog.subscribe_raw` to each reader of `subscribe` and
+    `subscribe_raw`."""
 
     def __init__(self, elog: EventLog, *, queue_size: int = 10_000) -> None:
         self.elog = elog
         self.queue_size = queue_size
-        self._readers: set[asyncio.Queue[Stored | BaseException]] = set()
+        self._readers: set[asyncio.Queue[_Item | BaseException]] = set()
         self._next = 1  # the sequence the shared follow hands out next
         self._pump: asyncio.Task[None] | None = None
 
     async def subscribe(self, *, from_seq: int) -> AsyncIterator[Stored]:
-        """Every event from `from_seq` on, in order, forever; stop by closing the iterator."""
+        """Every event from `from_seq` on, decoded, in order, forever; stop by closing the
+        iterator."""
+        async with contextlib.aclosing(self._follow(from_seq)) as items:
+            async for (seq, subject, data), event in items:
+                yield seq, event if event is not None else checked_event(subject, data)
+
+    async def subscribe_raw(self, *, from_seq: int) -> AsyncGenerator[Record, None]:
+        """Every event from `from_seq` on as stored, in order, forever."""
+        async with contextlib.aclosing(self._follow(from_seq)) as items:
+            async for record, _ in items:
+                yield record
+
+    async def _follow(self, from_seq: int) -> AsyncGenerator[_Item, None]:
         from_seq = max(1, from_seq)
-        queue: asyncio.Queue[Stored | BaseException] = asyncio.Queue(self.queue_size)
+        queue: asyncio.Queue[_Item | BaseException] = asyncio.Queue(self.queue_size)
         if self._pump is None or self._pump.done():
             self._next = from_seq
             self._pump = asyncio.create_task(self._run(from_seq), name="shared-follow")
@@ -48,13 +73,13 @@ class SharedFollow:
         self._readers.add(queue)
         try:
             if from_seq < joined:
-                async for stored in self.elog.replay(from_seq, upto=joined - 1):
-                    yield stored
+                async for record in self.elog.replay_raw(from_seq, upto=joined - 1):
+                    yield record, None
             while True:
                 item = await queue.get()
                 if isinstance(item, BaseException):
                     raise item
-                if item[0] >= from_seq:
+                if item[0][0] >= from_seq:
                     yield item
         finally:
             self._readers.discard(queue)
@@ -66,10 +91,11 @@ class SharedFollow:
 
     async def _run(self, from_seq: int) -> None:
         try:
-            async for seq, event in self.elog.subscribe(from_seq=from_seq):
-                self._next = seq + 1
+            async for record in self.elog.subscribe_raw(from_seq=from_seq):
+                self._next = record[0] + 1
+                item = (record, checked_event(record[1], record[2]))
                 for queue in list(self._readers):
-                    await queue.put((seq, event))
+                    await queue.put(item)
         except Exception as exc:  # the follow failed past its retries: every reader fails
             for queue in list(self._readers):
                 await queue.put(exc)

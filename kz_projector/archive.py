@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import msgspec
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import BaseRepo
-from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from kz_events.eventlog import EventLog, take
 from kz_events.events import decode_event
-from kz_events.subjects import EVENTS_STREAM, EVENTS_SUBJECTS
+from kz_events.fanout import RawFollower
 from kz_projector.errors import BranchMoved, HistoryDiverged
 from kz_projector.gitstore import Person, Writer, commit_trailers, ref_value
 
@@ -31,8 +29,6 @@ __all__ = [
     "Archive",
     "ArchiveProjector",
     "archive_line",
-    "raw_follow",
-    "raw_replay",
     "segment_name",
 ]
 
@@ -51,43 +47,6 @@ RawStored = tuple[int, bytes]
 
 def archive_line(seq: int, raw: bytes) -> bytes:
     return b'{"seq":%d,"event":%s}\n' % (seq, raw)
-
-
-def _consumer(from_seq: int) -> ConsumerConfig:
-    return ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                          opt_start_seq=max(1, from_seq), ack_policy=AckPolicy.NONE,
-                          filter_subject=EVENTS_SUBJECTS, inactive_threshold=60.0)
-
-
-async def raw_replay(
-    elog: EventLog, from_seq: int = 1, batch: int = 1000
-) -> AsyncIterator[RawStored]:
-    """The stream's events from `from_seq` to its end now, as stored bytes."""
-    psub = await elog.js.pull_subscribe(EVENTS_SUBJECTS, stream=EVENTS_STREAM,
-                                        config=_consumer(from_seq))
-    try:
-        remaining = int((await psub.consumer_info()).num_pending or 0)
-        while remaining > 0:
-            for msg in await psub.fetch(min(batch, remaining), timeout=5):
-                remaining = int(msg.metadata.num_pending)
-                yield int(msg.metadata.sequence.stream), bytes(msg.data)
-    finally:
-        await psub.unsubscribe()
-
-
-async def raw_follow(elog: EventLog, from_seq: int, queue: asyncio.Queue[RawStored]) -> None:
-    """Put every event from `from_seq` on, as stored bytes, into `queue`, forever."""
-
-    async def on_msg(msg: Msg) -> None:
-        await queue.put((int(msg.metadata.sequence.stream), bytes(msg.data)))
-
-    sub = await elog.js.subscribe(EVENTS_SUBJECTS, stream=EVENTS_STREAM, ordered_consumer=True,
-                                  deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                                  config=ConsumerConfig(opt_start_seq=max(1, from_seq)), cb=on_msg)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await sub.unsubscribe()
 
 
 def _when(raw: bytes) -> datetime:
@@ -184,11 +143,12 @@ class ArchiveProjector:
     """Follows the log and appends it to the archive in batches of at most `batch` events."""
 
     def __init__(self, elog: EventLog, archive: Archive, *, batch: int = 500,
-                 idle_s: float = 1.0) -> None:
+                 idle_s: float = 1.0, follow: RawFollower | None = None) -> None:
         self.elog = elog
         self.archive = archive
         self.batch = batch
         self.idle_s = idle_s
+        self.follow: RawFollower = follow or elog
 
     def _flush(self, pending: list[RawStored]) -> None:
         if pending:
@@ -197,8 +157,8 @@ class ArchiveProjector:
 
     async def catch_up(self) -> int:
         pending: list[RawStored] = []
-        async for item in raw_replay(self.elog, self.archive.archived_seq() + 1):
-            pending.append(item)
+        async for seq, _, raw in self.elog.replay_raw(self.archive.archived_seq() + 1):
+            pending.append((seq, raw))
             if len(pending) >= self.batch:
                 self._flush(pending)
         self._flush(pending)
@@ -214,7 +174,7 @@ class ArchiveProjector:
     async def _follow(self) -> None:
         await self.catch_up()
         queue: asyncio.Queue[RawStored] = asyncio.Queue(10_000)
-        task = asyncio.create_task(raw_follow(self.elog, self.archive.archived_seq() + 1, queue))
+        task = asyncio.create_task(self._feed(self.archive.archived_seq() + 1, queue))
         pending: list[RawStored] = []
         try:
             while True:
@@ -229,3 +189,8 @@ class ArchiveProjector:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def _feed(self, from_seq: int, queue: asyncio.Queue[RawStored]) -> None:
+        async with contextlib.aclosing(self.follow.subscribe_raw(from_seq=from_seq)) as records:
+            async for seq, _, raw in records:
+                await queue.put((seq, raw))

@@ -21,7 +21,7 @@ from kz_events.config import Settings
 from kz_events.eventlog import EventLog, Stored
 from kz_events.events import SubmissionCommitted, decode_event
 from kz_package.archive import PACKAGE_DIR
-from kz_projector.archive import Archive, raw_replay
+from kz_projector.archive import Archive
 from kz_projector.errors import HistoryDiverged
 from kz_projector.gitfold import Applied, GitFold
 from kz_projector.gitproj import service_person
@@ -214,7 +214,7 @@ async def run_audit(
     else:
         assert elog is not None
         packages = ObjectStorePackages(elog)
-        stream = {seq: raw async for seq, raw in raw_replay(elog)}
+        stream = {seq: raw async for seq, _, raw in elog.replay_raw()}
         events = _iter(stream)
     replay = _Replay(packages, settings, live_seq, index_seq)
     try:

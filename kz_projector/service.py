@@ -46,7 +46,8 @@ class Projectors:
         self.referee = Referee(elog, packages, clock=clock, new_id=_new_id, follow=follow)
         self.index = IndexProjector(elog, packages, settings.effective_index_path,
                                     debounce_s=debounce_s, follow=follow)
-        self.archive = ArchiveProjector(elog, Archive(repo, service_person(settings)))
+        self.archive = ArchiveProjector(elog, Archive(repo, service_person(settings)),
+                                        follow=follow)
         self.sweeper = Sweeper(elog, lease_s=settings.lease_s, grace_s=settings.lease_s,
                                clock=clock, new_id=_new_id)
 

@@ -67,3 +67,23 @@ async def test_events_appended_while_a_reader_joins_are_neither_lost_nor_repeate
     await _take(leader, 39)
     await late.aclose()  # type: ignore[attr-defined]
     await leader.aclose()  # type: ignore[attr-defined]
+
+
+async def test_raw_readers_get_the_stored_bytes_beside_decoded_readers(
+    event_log: EventLog,
+) -> None:
+    """`subscribe_raw` hands out each event's subject and exact stored bytes, from the gap
+    replay and from the live follow alike, next to a decoded reader of the same follow."""
+    seqs = [await event_log.append(_imported(n)) for n in range(3)]
+    shared = SharedFollow(event_log)
+    decoded = shared.subscribe(from_seq=seqs[1])
+    assert await _take(decoded, 2) == seqs[1:]
+    raw = shared.subscribe_raw(from_seq=seqs[0])  # joins behind: the gap comes from a replay
+    later = [await event_log.append(_imported(n)) for n in range(3, 5)]
+    records = [await anext(raw) for _ in range(5)]
+    assert [seq for seq, _, _ in records] == seqs + later
+    stored = {seq: (subject, data) async for seq, subject, data in event_log.replay_raw()}
+    assert all(stored[seq] == (subject, data) for seq, subject, data in records)
+    assert [seq for seq, _ in [await anext(decoded) for _ in range(2)]] == later
+    for events in (decoded, raw):
+        await events.aclose()  # type: ignore[attr-defined]
