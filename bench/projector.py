@@ -29,33 +29,19 @@ from kz_events.events import (
     SubmissionSubmitted,
 )
 from kz_projector.gitfold import GitFold
-from kz_projector.gitstore import EXEC_MODE, FILE_MODE, FileMap, Person, open_repo
+from kz_projector.gitstore import FILE_MODE, FileMap, Person, open_repo
 from kz_projector.index import IndexState, fold_index, render_index, with_facts
 from kz_projector.scoreboard import Accepted, Board, board_accept, render_yaml, scoreboard
+from kz_testing import package_files
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SERVICE = Person("kernel zoo", "bot@kernel-zoo.invalid")
 KERNELS = [f"cpu/Norm/RMSNorm/fp32/k{i}" for i in range(8)]
 SUMMARY = PackageSummary(title="t", language="python", metric=None)
-DESC = b"""schema_version: 1
-kernel_id: KID
-title: bench kernel
-description: d
-authors: [a]
-language: python
-metric: {name: latency, unit: us, better: lower}
-workloads: [{name: w}]
-"""
-
-
 def package(kernel_id: str, variant: int) -> FileMap:
-    return {
-        ".kernel_package/desc.yaml": (FILE_MODE, DESC.replace(b"KID", kernel_id.encode())),
-        ".kernel_package/bench_result.yaml": (FILE_MODE, b"schema_version: 1\n"),
-        ".kernel_package/benchmark.py": (EXEC_MODE, b"print('bench')\n" * 40),
-        ".kernel_package/build_test_env.py": (FILE_MODE, b"print('ok')\n"),
-        "src/kernel.py": (FILE_MODE, f"VARIANT = {variant}\n".encode() * 30),
-    }
+    files = package_files(kernel_id, title="bench kernel", benchmark="print('bench')\n" * 40,
+                          src={"kernel.py": f"VARIANT = {variant}\n" * 30})
+    return {path: (FILE_MODE, data) for path, data in files.items()}
 
 
 class Packages:

@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kz_events.config import Settings, load_settings
 from kz_events.eventlog import EventLog
 from kz_events.events import EventMeta
 from kz_events.lifecycle import Claim, ReportResult, SubmissionState, Submit, decide, evolve
 from kz_events.subjects import PACKAGES_BUCKET
 from kz_package.archive import pack_directory
+from kz_testing import package_files
+from kz_testing import write_package as kz_write_package
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -40,20 +40,10 @@ def settings_for(tmp: Path, **extra: Any) -> Settings:
 
 def write_package(root: Path, kernel_id: str, *, variant: str = "v1",
                   better: str = "lower") -> Path:
-    meta = root / ".kernel_package"
-    meta.mkdir(parents=True, exist_ok=True)
-    desc = {"schema_version": 1, "kernel_id": kernel_id, "title": f"Kernel {kernel_id}",
-            "description": "a test kernel", "authors": ["tester"], "language": "python",
-            "metric": {"name": "latency", "unit": "us", "better": better},
-            "workloads": [{"name": "w1"}]}
-    (meta / "desc.yaml").write_text(yaml.safe_dump(desc, sort_keys=False))
-    (meta / "bench_result.yaml").write_text(
-        yaml.safe_dump({"schema_version": 1, "kernel_id": kernel_id}))
-    (meta / "build_test_env.py").write_text("print('ok')\n")
-    (meta / "benchmark.py").write_text("print('bench')\n")
-    (root / "src").mkdir(exist_ok=True)
-    (root / "src" / "kernel.py").write_text(f"VARIANT = {variant!r}\n")
-    return root
+    """A valid package folder for `kernel_id`; `variant` changes its source."""
+    files = package_files(kernel_id, title=f"Kernel {kernel_id}", better=better,
+                          src={"kernel.py": f"VARIANT = {variant!r}\n"})
+    return kz_write_package(root, files)
 
 
 async def store_package(elog: EventLog, root: Path) -> str:
