@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import io
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,7 @@ from kz_package import (
     MIB,
     Limits,
     MemoryBudgetExceeded,
+    PackageFiles,
     read_package,
     unpack_tarball,
     validate_package_dir,
@@ -65,7 +68,7 @@ def check_form(upload: Upload, submitter: Submitter) -> KernelId:
             "forbidden",
             f"submitter_id must be the authenticated submitter {submitter.id}, got {claimed!r}",
         )
-    if upload.path is None:
+    if upload.package is None:
         raise ApiError(400, "invalid_input", "the form needs a package file part (tar.gz)")
     return kernel_id
 
@@ -102,8 +105,7 @@ def _check_admission(
         )
 
 
-# Uploads up to this size are checked in memory; an unpacked tree past the cap goes to disk.
-MEMORY_UPLOAD_BYTES = 1 * MIB
+# An unpacked tree past this cap is checked on disk instead of in memory.
 MEMORY_UNPACKED_BYTES = 16 * MIB
 
 
@@ -116,38 +118,48 @@ class Checked:
 
 
 def _validate_on_disk(
-    tarball: Path, kernel_id: KernelId, judge: bytes | None, work: Path, limits: Limits
+    tarball: bytes | Path, kernel_id: KernelId, judge: bytes | None, work: Path, limits: Limits
 ) -> Checked:
     root = work / "submitted"
-    unpack_tarball(tarball, root, limits)
+    unpack_tarball(io.BytesIO(tarball) if isinstance(tarball, bytes) else tarball, root, limits)
     package = validate_package_dir(root, expected_kernel_id=kernel_id, limits=limits)
     if judge is None:
         return Checked(package.desc.summary(), [])
-    bundle, current = work / "judge.tar.gz", work / "current"
-    bundle.write_bytes(judge)
-    unpack_tarball(bundle, current, Limits())
+    current = work / "current"
+    unpack_tarball(io.BytesIO(judge), current, Limits())
     return Checked(package.desc.summary(), judge_changes(current, root))
 
 
 def _validate_in_memory(
-    tarball: Path, kernel_id: KernelId, judge: bytes | None, limits: Limits
+    tarball: bytes, kernel_id: KernelId, judge: bytes | None, limits: Limits
 ) -> Checked:
     submitted = read_package(tarball, limits, max_memory_bytes=MEMORY_UNPACKED_BYTES)
     package = validate_package_files(submitted, expected_kernel_id=kernel_id, limits=limits)
     if judge is None:
         return Checked(package.desc.summary(), [])
-    return Checked(package.desc.summary(), judge_changes(read_package(judge, Limits()), submitted))
+    current = _judge_tree(judge) if len(judge) <= CACHED_JUDGE_BYTES else _read_judge(judge)
+    return Checked(package.desc.summary(), judge_changes(current, submitted))
+
+
+def _read_judge(bundle: bytes) -> PackageFiles:
+    return read_package(bundle, Limits())
+
+
+# Every upload for a kernel is compared with the same judge bundle, which changes only when
+# main does: its tree is read once per content and kept (and only read from afterwards).
+CACHED_JUDGE_BYTES = 256 * 1024
+_judge_tree = functools.lru_cache(maxsize=64)(_read_judge)
 
 
 def _validate_and_judge(
-    tarball: Path, size: int, kernel_id: KernelId, judge: bytes | None, limits: Limits
+    tarball: bytes | Path, kernel_id: KernelId, judge: bytes | None, limits: Limits
 ) -> Checked:
     """Validate the package (raises PackageError); its summary and the judge parts it changes.
 
-    Small uploads are read in memory with the same checks and messages; large ones, and any
-    whose files outgrow the memory cap, are unpacked to a temporary directory.
+    An upload held in memory is read in memory with the same checks and messages; one spilled
+    to disk, and any whose files outgrow the memory cap, is unpacked to a temporary directory.
     """
-    if size <= MEMORY_UPLOAD_BYTES:
+    if isinstance(tarball, bytes):
         with contextlib.suppress(MemoryBudgetExceeded):
             return _validate_in_memory(tarball, kernel_id, judge, limits)
     with tempfile.TemporaryDirectory(prefix="kz-submit-") as tmp:
@@ -176,7 +188,8 @@ async def accept_submission(
 ) -> SubmitAnswer:
     """Check, store and announce one submission; the same key returns the first answer."""
     kernel_id = check_form(upload, submitter)
-    assert upload.path is not None
+    package = upload.package
+    assert package is not None
     lock_key = (submitter.id, idempotency_key or "")
     locks = ctx.idempotency_locks
     lock = locks.setdefault(lock_key, asyncio.Lock()) if idempotency_key else asyncio.Lock()
@@ -187,7 +200,7 @@ async def accept_submission(
         judge = await _judge_bundle(ctx, kernel_id)
         limits = Limits(max_compressed_bytes=ctx.settings.max_upload_bytes)
         checked = await anyio.to_thread.run_sync(
-            _validate_and_judge, upload.path, upload.size, kernel_id, judge, limits
+            _validate_and_judge, package, kernel_id, judge, limits
         )
         changed = checked.changed
         if changed and not submitter.maintainer:
@@ -211,9 +224,11 @@ async def _store_and_announce(
     judge: bytes | None,
     summary: PackageSummary,
 ) -> SubmitAnswer:
-    assert upload.path is not None
+    package = upload.package
+    assert package is not None
     if not await ctx.log.has_object(PACKAGES_BUCKET, upload.sha256):
-        await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, upload.path)
+        source = io.BytesIO(package) if isinstance(package, bytes) else package
+        await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, source)
     sid = new_submission_id()
     command = Submit(
         meta=EventMeta.now(submitter.id),

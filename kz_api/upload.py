@@ -1,16 +1,23 @@
-"""Multipart uploads streamed to a temporary file with a size limit, hashing as they arrive.
+"""Multipart uploads received with a size limit, hashing the file part as it arrives.
 
-The request body is never held in memory whole: the push parser hands over chunks, the
-`package` part goes to disk, the small text fields are capped.
+The request body is never held in memory whole: the push parser hands over chunks, the small
+text fields are capped, and the `package` part stays in memory up to `memory_bytes` (a kernel
+package is a few KiB, so it never touches disk) and spills to a file in a temporary directory
+past that. `receive_upload` is a context manager: leaving it removes what was spilled.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import anyio.to_thread
 from litestar import Request
 from multipart import (  # type: ignore[import-untyped]
     MultipartError,
@@ -21,20 +28,27 @@ from multipart import (  # type: ignore[import-untyped]
 
 from kz_api.errors import ApiError
 
-__all__ = ["Upload", "receive_upload"]
+__all__ = ["MEMORY_UPLOAD_BYTES", "Upload", "receive_upload"]
 
 FIELD_LIMIT = 64 * 1024
 OVERHEAD = 256 * 1024  # form fields and part headers on top of the file
+MEMORY_UPLOAD_BYTES = 1024 * 1024  # a file part up to this size is kept in memory
 
 
 @dataclass
 class Upload:
-    """The text fields of a form and the one file part, on disk."""
+    """The text fields of a form and its one file part: `data` in memory, or `path` on disk."""
 
     fields: dict[str, str] = field(default_factory=dict)
+    data: bytes | None = None
     path: Path | None = None
     sha256: str = ""
     size: int = 0
+
+    @property
+    def package(self) -> bytes | Path | None:
+        """The file part, wherever it is; None when the form had none."""
+        return self.data if self.data is not None else self.path
 
 
 def _too_large(limit: int, what: str) -> ApiError:
@@ -57,64 +71,93 @@ def _boundary(request: Request[Any, Any, Any]) -> str:
     return str(options["boundary"])
 
 
-class _Sink:
-    """Where the parser's events go: text fields in memory, the file part on disk."""
+class _Spill:
+    """A temporary directory made only when a file part outgrows memory; `remove` clears it."""
 
-    def __init__(self, upload: Upload, file_field: str, dest: Path, limit: int) -> None:
-        self.upload, self.file_field, self.dest, self.limit = upload, file_field, dest, limit
+    def __init__(self) -> None:
+        self.dir: Path | None = None
+
+    def file(self, name: str) -> Path:
+        if self.dir is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="kz-upload-"))
+        return self.dir / name
+
+    async def remove(self) -> None:
+        if self.dir is not None:
+            # Removing it blocks on the file system; the loop serves others meanwhile.
+            await anyio.to_thread.run_sync(shutil.rmtree, self.dir, True)
+            self.dir = None
+
+
+class _Sink:
+    """Where the parser's events go: text fields and a small file part in memory, a large
+    file part on disk."""
+
+    def __init__(
+        self, upload: Upload, file_field: str, spill: _Spill, limit: int, memory_bytes: int
+    ) -> None:
+        self.upload, self.file_field, self.spill = upload, file_field, spill
+        self.limit, self.memory_bytes = limit, memory_bytes
         self.name: str | None = None
-        self.text = bytearray()
+        self.in_file = False
+        self.buffer = bytearray()
         self.handle: IO[bytes] | None = None
         self.hasher = hashlib.sha256()
 
     def on(self, event: MultipartSegment | bytes | None) -> None:
         if isinstance(event, MultipartSegment):
             self.name = event.name or ""
-            if self.name == self.file_field and event.filename is not None:
-                self.handle = self.dest.open("wb")
-            self.text.clear()
+            self.in_file = self.name == self.file_field and event.filename is not None
+            if self.in_file and self.upload.package is not None:
+                raise ApiError(
+                    400, "invalid_input", f"the form must hold one {self.file_field} file part"
+                )
+            self.buffer.clear()
         elif isinstance(event, bytes | bytearray):
-            self._data(bytes(event))
+            self._data(event)
         else:
             self._end()
 
-    def _data(self, data: bytes) -> None:
+    def _data(self, data: bytes | bytearray) -> None:
+        if not self.in_file:
+            self.buffer += data
+            if len(self.buffer) > FIELD_LIMIT:
+                raise _too_large(FIELD_LIMIT, f"form field {self.name!r}")
+            return
+        self.upload.size += len(data)
+        if self.upload.size > self.limit:
+            raise _too_large(self.limit, "package")
+        self.hasher.update(data)
         if self.handle is not None:
-            self.upload.size += len(data)
-            if self.upload.size > self.limit:
-                raise _too_large(self.limit, "package")
-            self.hasher.update(data)
             self.handle.write(data)
             return
-        self.text += data
-        if len(self.text) > FIELD_LIMIT:
-            raise _too_large(FIELD_LIMIT, f"form field {self.name!r}")
+        self.buffer += data
+        if len(self.buffer) > self.memory_bytes:
+            self.upload.path = self.spill.file("package.tar.gz")
+            self.handle = self.upload.path.open("wb")
+            self.handle.write(self.buffer)
+            self.buffer.clear()
 
     def _end(self) -> None:
-        if self.handle is not None:
-            self.handle.close()
-            self.handle = None
-            self.upload.path = self.dest
+        if self.in_file:
+            if self.handle is not None:
+                self.handle.close()
+                self.handle = None
+            else:
+                self.upload.data = bytes(self.buffer)
             self.upload.sha256 = self.hasher.hexdigest()
         elif self.name is not None:
-            self.upload.fields[self.name] = self.text.decode("utf-8", errors="replace")
-        self.name = None
+            self.upload.fields[self.name] = self.buffer.decode("utf-8", errors="replace")
+        self.name, self.in_file = None, False
 
     def close(self) -> None:
         if self.handle is not None:
             self.handle.close()
 
 
-async def receive_upload(
-    request: Request[Any, Any, Any], dest: Path, *, max_bytes: int, file_field: str = "package"
-) -> Upload:
-    """Parse the multipart body; the file part `file_field` is written to `dest`."""
-    boundary = _boundary(request)
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > max_bytes + OVERHEAD:
-        raise _too_large(max_bytes, "request")
-    upload = Upload()
-    sink = _Sink(upload, file_field, dest, max_bytes)
+async def _parse(
+    request: Request[Any, Any, Any], boundary: str, sink: _Sink, max_bytes: int
+) -> None:
     received = 0
     try:
         with PushMultipartParser(boundary, max_segment_count=32) as parser:
@@ -130,4 +173,27 @@ async def receive_upload(
         raise ApiError(400, "invalid_input", f"the multipart body is malformed: {exc}") from exc
     finally:
         sink.close()
-    return upload
+
+
+@contextlib.asynccontextmanager
+async def receive_upload(
+    request: Request[Any, Any, Any],
+    *,
+    max_bytes: int,
+    file_field: str = "package",
+    memory_bytes: int = MEMORY_UPLOAD_BYTES,
+) -> AsyncIterator[Upload]:
+    """Parse the multipart body; the file part `file_field` is kept in memory up to
+    `memory_bytes` and written to a temporary file past that, removed when the block ends."""
+    boundary = _boundary(request)
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > max_bytes + OVERHEAD:
+        raise _too_large(max_bytes, "request")
+    upload, spill = Upload(), _Spill()
+    try:
+        await _parse(
+            request, boundary, _Sink(upload, file_field, spill, max_bytes, memory_bytes), max_bytes
+        )
+        yield upload
+    finally:
+        await spill.remove()

@@ -42,7 +42,9 @@ def _read_tree(root: Path) -> dict[str, bytes]:
     }
 
 
-def _rebase(repo: Path, kernel_id: KernelId, base_commit: str, tarball: Path) -> RebaseAnswer:
+def _rebase(
+    repo: Path, kernel_id: KernelId, base_commit: str, tarball: bytes | Path
+) -> RebaseAnswer:
     head = main_head(repo)
     ours = commit_files(repo, head, kernel_id.repo_path) if head else None
     if head is None or ours is None:
@@ -56,7 +58,8 @@ def _rebase(repo: Path, kernel_id: KernelId, base_commit: str, tarball: Path) ->
         )
     with tempfile.TemporaryDirectory(prefix="kz-rebase-") as tmp:
         edited = Path(tmp) / "edited"
-        unpack_tarball(tarball, edited, Limits())
+        source = io.BytesIO(tarball) if isinstance(tarball, bytes) else tarball
+        unpack_tarball(source, edited, Limits())
         outcome = merge_packages(base, ours, _read_tree(edited))
         if outcome.conflicts:
             raise ApiError(
@@ -97,14 +100,11 @@ class EditsController(Controller):
     async def rebase(
         self, request: Request[Any, Any, Any], ctx: Ctx, submitter: SubmitterDep
     ) -> RebaseAnswer:
-        with tempfile.TemporaryDirectory(prefix="kz-edit-") as tmp:
-            upload = await receive_upload(
-                request, Path(tmp) / "edit.tar.gz", max_bytes=ctx.settings.max_upload_bytes
-            )
+        async with receive_upload(request, max_bytes=ctx.settings.max_upload_bytes) as upload:
             kernel_id = KernelId.parse(upload.fields.get("kernel_id", ""))
             base_commit = upload.fields.get("base_commit", "")
-            if not base_commit or upload.path is None:
+            if not base_commit or upload.package is None:
                 raise ApiError(400, "invalid_input", "the form needs base_commit and a package")
             return await anyio.to_thread.run_sync(
-                _rebase, ctx.settings.kernel_repo_path, kernel_id, base_commit, upload.path
+                _rebase, ctx.settings.kernel_repo_path, kernel_id, base_commit, upload.package
             )

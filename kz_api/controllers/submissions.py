@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
 from typing import Annotated, Any
 
-import anyio.to_thread
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
 from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
@@ -74,15 +70,8 @@ class SubmissionsController(Controller):
             str | None, HeaderParameter(name="Idempotency-Key", required=False, max_length=200)
         ] = None,
     ) -> SubmitAnswer:
-        tmp = Path(tempfile.mkdtemp(prefix="kz-upload-"))
-        try:
-            upload = await receive_upload(
-                request, tmp / "package.tar.gz", max_bytes=ctx.settings.max_upload_bytes
-            )
+        async with receive_upload(request, max_bytes=ctx.settings.max_upload_bytes) as upload:
             return await accept_submission(ctx, upload, submitter, idempotency_key)
-        finally:
-            # Removing the upload blocks on the file system; the loop serves others meanwhile.
-            await anyio.to_thread.run_sync(shutil.rmtree, tmp, True)
 
     @get("/", responses=errors(), summary="List submissions")
     async def list_submissions(
