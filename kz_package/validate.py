@@ -9,6 +9,7 @@ thing wrong.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import os
 import stat
@@ -173,6 +174,15 @@ def _load_mapping(tree: _Tree, rel: str, schema: str, limits: Limits) -> tuple[A
     data, found = _read(tree, rel, limits.max_yaml_bytes)
     if data is None:
         return None, found
+    if len(data) > _CACHED_FILE_BYTES:
+        return _check_mapping(data, rel, schema, limits)
+    value, cached = _check_mapping_cached(data, rel, schema, limits)
+    return _plain_copy(value), list(cached)
+
+
+def _check_mapping(data: bytes, rel: str, schema: str, limits: Limits) -> tuple[Any, Found]:
+    """The YAML mapping in `data` and the problems of it against `schema`: a pure function of
+    its arguments, so its answer may be kept."""
     try:
         value = load_yaml(data, path=rel, limits=limits)
     except PackageError as exc:
@@ -184,6 +194,29 @@ def _load_mapping(tree: _Tree, rel: str, schema: str, limits: Limits) -> tuple[A
     if problems:
         return None, [(_schema_code(p), p) for p in problems]
     return value, []
+
+
+# A kernel's desc.yaml and bench_result.yaml rarely change between its submissions, and
+# parsing and schema-checking them is most of a small package's validation: the outcome for
+# the same bytes is kept (small files only) and each caller gets its own copy of the data.
+_CACHED_FILE_BYTES = 64 * 1024
+
+
+@functools.lru_cache(maxsize=256)
+def _check_mapping_cached(
+    data: bytes, rel: str, schema: str, limits: Limits
+) -> tuple[Any, tuple[tuple[str, Problem], ...]]:
+    value, found = _check_mapping(data, rel, schema, limits)
+    return value, tuple(found)
+
+
+def _plain_copy(value: Any) -> Any:
+    """A deep copy of YAML data (dicts, lists and immutable scalars)."""
+    if isinstance(value, dict):
+        return {key: _plain_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(item) for item in value]
+    return value
 
 
 def _schema_code(problem: Problem) -> str:
