@@ -8,6 +8,7 @@ of kz_projector plus an accepted-history fold), optimisation leases, runners and
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from kz_events.lifecycle import (
 )
 from kz_projector.index import IndexState, fold_index
 
-__all__ = ["HistoryEntry", "ReadModels", "RunnerView", "SubmissionView"]
+__all__ = ["ArchQueue", "HistoryEntry", "ReadModels", "RunnerView", "SubmissionView"]
 
 
 @dataclass
@@ -93,6 +94,36 @@ class KernelHistory:
     entries: list[HistoryEntry] = field(default_factory=list)
 
 
+class ArchQueue:
+    """The queued submissions of one architecture in arrival order. A place in line is a
+    binary search, not a walk of the queue: every answer to an upload asks for one."""
+
+    def __init__(self) -> None:
+        self._ticket: dict[str, int] = {}
+        self._tickets: list[int] = []  # the tickets of the queued submissions, ascending
+        self._last = 0
+
+    def __len__(self) -> int:
+        return len(self._ticket)
+
+    def push(self, submission_id: str) -> None:
+        """Join the back of the line (again, for a submission that was running)."""
+        self.discard(submission_id)
+        self._last += 1
+        self._ticket[submission_id] = self._last
+        self._tickets.append(self._last)
+
+    def discard(self, submission_id: str) -> None:
+        ticket = self._ticket.pop(submission_id, None)
+        if ticket is not None:
+            del self._tickets[bisect.bisect_left(self._tickets, ticket)]
+
+    def position(self, submission_id: str) -> int | None:
+        """1-based place in line; None when not queued."""
+        ticket = self._ticket.get(submission_id)
+        return None if ticket is None else bisect.bisect_left(self._tickets, ticket) + 1
+
+
 class ReadModels:
     """Everything the API reads, folded from `KZ_EVENTS` (and heartbeats from `KZ_LIVE`)."""
 
@@ -100,11 +131,12 @@ class ReadModels:
         self.seq = 0
         self.unknown_events = 0
         self.submissions: dict[str, SubmissionView] = {}
-        self.queued: dict[str, dict[str, None]] = {}
+        self.queued: dict[str, ArchQueue] = {}
         self.running: dict[str, set[str]] = {}
         self.open_by_submitter: Counter[str] = Counter()
         self.open_digests: dict[tuple[str, str], str] = {}
         self.idempotency: dict[tuple[str, str], str] = {}
+        self.stored_packages: set[str] = set()  # digests a `submitted` event vouches for
         self.leases: dict[str, KernelLease] = {}
         self.known_kernels: set[str] = set()
         self.history: dict[str, KernelHistory] = {}
@@ -182,6 +214,7 @@ class ReadModels:
             return
         arch = KernelId.parse(event.kernel_id).arch
         self.submissions[event.submission_id] = SubmissionView(SubmissionState(), event, arch)
+        self.stored_packages.add(event.package_digest)
         if event.idempotency_key:
             self.idempotency[(event.submitter_id, event.idempotency_key)] = event.submission_id
 
@@ -202,10 +235,10 @@ class ReadModels:
         after, sid, arch = view.state.status, view.id, view.arch
         if before == after:
             return
-        self.queued.setdefault(arch, {}).pop(sid, None)
+        self.queued.setdefault(arch, ArchQueue()).discard(sid)
         self.running.setdefault(arch, set()).discard(sid)
         if after is Status.QUEUED:
-            self.queued[arch][sid] = None
+            self.queued[arch].push(sid)
         elif after is Status.RUNNING:
             self.running[arch].add(sid)
         digest_key = (view.state.kernel_id, view.state.package_digest)
@@ -282,14 +315,12 @@ class ReadModels:
         """1-based place among the queued submissions of its architecture."""
         if view.state.status is not Status.QUEUED:
             return None
-        for position, sid in enumerate(self.queued.get(view.arch, {}), start=1):
-            if sid == view.id:
-                return position
-        return None
+        queue = self.queued.get(view.arch)
+        return None if queue is None else queue.position(view.id)
 
     def queue_depth(self) -> dict[str, tuple[int, int]]:
         arches = sorted(set(self.queued) | set(self.running))
-        return {a: (len(self.queued.get(a, {})), len(self.running.get(a, ()))) for a in arches}
+        return {a: (len(self.queued.get(a, ())), len(self.running.get(a, ()))) for a in arches}
 
     def awaiting_commit(self) -> int:
         """Accepted submissions the git projector has not committed yet (its lag)."""

@@ -226,7 +226,11 @@ async def _store_and_announce(
 ) -> SubmitAnswer:
     package = upload.package
     assert package is not None
-    if not await ctx.log.has_object(PACKAGES_BUCKET, upload.sha256):
+    # A `submitted` event is appended only after its package is stored, and packages are never
+    # deleted: one the log already names is there. Any other is put without asking first (a
+    # request less): the key is the content's digest, so a put of one that exists writes the
+    # same bytes again.
+    if upload.sha256 not in ctx.models.stored_packages:
         source = io.BytesIO(package) if isinstance(package, bytes) else package
         await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, source)
     sid = new_submission_id()
