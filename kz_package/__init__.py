@@ -7,7 +7,13 @@ the one call both the API and `kz submit` make, so local and server errors are t
 from __future__ import annotations
 
 from kz_package import schemas
-from kz_package.archive import PACKAGE_DIR, pack_directory, pack_files, unpack_tarball
+from kz_package.archive import (
+    PACKAGE_DIR,
+    pack_directory,
+    pack_files,
+    unpack_tarball,
+    write_tree,
+)
 from kz_package.errors import (
     INVALID_KERNEL_ID,
     INVALID_PACKAGE,
@@ -66,4 +72,5 @@ __all__ = [
     "validate_package_files",
     "validate_result_document",
     "validate_tarball",
+    "write_tree",
 ]

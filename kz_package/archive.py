@@ -16,14 +16,21 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Iterator, Mapping
-from pathlib import Path, PurePosixPath
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import BinaryIO
 
 from kz_package.errors import INVALID_PACKAGE, PACKAGE_TOO_LARGE, UNSAFE_ARCHIVE, PackageError
 from kz_package.limits import Limits
 
-__all__ = ["ARCHIVE", "PACKAGE_DIR", "pack_directory", "pack_files", "unpack_tarball"]
+__all__ = [
+    "ARCHIVE",
+    "PACKAGE_DIR",
+    "pack_directory",
+    "pack_files",
+    "unpack_tarball",
+    "write_tree",
+]
 
 ARCHIVE = "(archive)"
 PACKAGE_DIR = ".kernel_package"
@@ -31,6 +38,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1024 * 1024
 _SKIPPED_DIRS = frozenset({"__pycache__", ".git"})
 _SKIPPED_SUFFIXES = (".pyc",)
+_EMPTY_PARTS = ("", ".")
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class _CountingReader:
@@ -108,14 +117,19 @@ class _Budget:
             )
 
 
+def _absolute(name: str) -> bool:
+    """Rooted, or Windows-style (a backslash or a drive letter): never a package path."""
+    return name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":")
+
+
 def _member_parts(member: tarfile.TarInfo) -> tuple[str, ...]:
     """The entry's path as safe relative parts; refuse absolute paths and `..`."""
     name = member.name
-    if name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":"):
+    if _absolute(name):
         raise PackageError.one(
             UNSAFE_ARCHIVE, name, "name", "entry paths must be relative, got an absolute path"
         )
-    parts = tuple(p for p in PurePosixPath(name).parts if p != ".")
+    parts = tuple(p for p in name.split("/") if p not in _EMPTY_PARTS)  # as PurePosixPath
     if ".." in parts:
         raise PackageError.one(UNSAFE_ARCHIVE, name, "name", "entry paths must not contain '..'")
     return parts
@@ -260,6 +274,72 @@ def unpack_tarball(source: Path | BinaryIO, dest: Path, limits: Limits = Limits(
         _package_root(tmp).rename(dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- writing a tree from memory
+
+
+def _tree_dirs(files: Mapping[str, tuple[int, bytes]], dirs: Iterable[str]) -> list[str]:
+    """Every folder the tree needs, parents first; refuses paths that leave the tree and files
+    that collide with folders."""
+    needed = set(dirs)
+    for name in (*needed, *files):
+        if _absolute(name):
+            raise PackageError.one(
+                UNSAFE_ARCHIVE, name, "name", "tree paths must be relative, got an absolute path"
+            )
+        parts = name.split("/")
+        if any(p in _EMPTY_PARTS or p == ".." for p in parts):
+            raise PackageError.one(
+                UNSAFE_ARCHIVE, name, "name", "tree paths must not contain '..', '.' or '//'"
+            )
+        needed.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    for name in files:
+        if name in needed:
+            raise PackageError.one(
+                UNSAFE_ARCHIVE, name, "name", "entry collides with another entry's path"
+            )
+    return sorted(needed)
+
+
+def _write_new_file(path: Path, mode: int, data: bytes) -> None:
+    fd = os.open(path, _NEW_FILE, 0o755 if mode & 0o111 else 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def write_tree(
+    files: Mapping[str, tuple[int, bytes]], dest: Path, dirs: Iterable[str] = ()
+) -> None:
+    """Write a tree held in memory (path → (mode, bytes), as `read_package` gives it) into
+    `dest`, which must not exist; `dirs` adds folders that hold no file.
+
+    Every folder, `dest` included, is made once with mode 0o755; each file is one open, write
+    and close, 0o755 when its mode has an execute bit, else 0o644 (the modes `unpack_tarball`
+    gives; the umask applies to both). Paths are checked before anything is written: one that
+    would leave `dest`, or a file where a folder must be, raises PackageError and `dest` never
+    appears. A failed write removes what was written.
+    """
+    folders = _tree_dirs(files, dirs)
+    try:
+        dest.mkdir(mode=0o755)
+    except FileNotFoundError:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.mkdir(mode=0o755)
+    except FileExistsError:
+        raise FileExistsError(f"tree destination must not exist, got existing {dest}") from None
+    try:
+        for folder in folders:
+            (dest / folder).mkdir(mode=0o755)
+        for name, (mode, data) in files.items():
+            _write_new_file(dest / name, mode, data)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
 
 
 # ---------------------------------------------------------------- packing
