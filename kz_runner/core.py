@@ -8,12 +8,11 @@ cancelled submission stops its task within one heartbeat; SIGTERM hands the task
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import platform
 import re
-import shutil
 import socket
-import tempfile
 import threading
 import time
 import uuid
@@ -22,18 +21,20 @@ from pathlib import Path
 
 from kz_events.errors import KzError, LogUnavailable
 from kz_events.ids import KernelId
-from kz_package import (
-    JUDGE_FILES,
-    PACKAGE_DIR,
-    PackageError,
-    read_package_files,
-    unpack_tarball,
-    validate_result_document,
-)
+from kz_package import PackageError, validate_result_document
 from kz_runner.backends.base import Backend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import StepLimits
 from kz_runner.transport import Lease, Report, RunnerInfo, Transport
+from kz_runner.workdir import (
+    TARBALL,
+    baseline_path,
+    judge_files,
+    lay_out,
+    make_task_dir,
+    reads_in_memory,
+    remove_tree,
+)
 
 __all__ = ["Runner", "RunnerOptions", "default_runner_id"]
 
@@ -91,7 +92,7 @@ class Runner:
         if not self.options.keep_workdirs:
             # A runner killed mid-task left its task directory behind; nothing else will.
             for leftover in self.taskdir.glob("task-*"):
-                await asyncio.to_thread(shutil.rmtree, leftover, True)
+                await asyncio.to_thread(self._remove, leftover)
         await self.transport.register(self.info)
         alive = asyncio.create_task(self._announce_alive())
         try:
@@ -178,53 +179,67 @@ class Runner:
 
     async def _execute(self, task: _Task) -> TaskOutcome:
         lease = task.lease
-        base = Path(
-            tempfile.mkdtemp(prefix=f"task-{lease.submission_id[:8]}-", dir=self.taskdir)
-        )
-        base.chmod(0o711)  # the sandbox's unprivileged uid must be able to reach pkg/
+        base = self.taskdir / f"task-{lease.submission_id[:8]}-{uuid.uuid4().hex[:8]}"
+        handed_to_thread = False
         try:
-            workdir = base / "pkg"
-            tarball = base / "package.tar.gz"
-            await self.transport.fetch_package(lease, tarball)
+            package = await self._fetch_package(lease, base)
+            judge = await self.transport.fetch_judge(lease)
+            handed_to_thread = True
+            # One trip off the loop for all the disk work, so heartbeats and claims go on.
+            return await asyncio.to_thread(self._run_in, task, base, package, judge)
+        finally:
+            if not handed_to_thread:
+                await asyncio.to_thread(self._remove, base)
+
+    async def _fetch_package(self, lease: Lease, base: Path) -> bytes | Path:
+        """The package's tarball: its bytes when small, else its path in a new task dir."""
+        if reads_in_memory(lease.package_size):
+            sink = io.BytesIO()
+            await self.transport.fetch_package(lease, sink)
+            return sink.getvalue()
+        make_task_dir(base)
+        tarball = base / TARBALL
+        with tarball.open("wb") as out:
+            await self.transport.fetch_package(lease, out)
+        return tarball
+
+    def _run_in(
+        self, task: _Task, base: Path, package: bytes | Path, bundle: bytes | None
+    ) -> TaskOutcome:
+        """Lay the package out in `base`, run it, and remove `base` (in a worker thread)."""
+        try:
+            judge = judge_files(bundle)
             try:
-                unpack_tarball(tarball, workdir)
+                workdir = lay_out(base, package, judge)
             except PackageError as exc:
                 return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
-            workdir.chmod(0o755)
-            baseline = await self._overlay_judge(lease, workdir)
             task.phase = "run"
             spec = TaskSpec(
-                kernel_id=KernelId.parse(lease.kernel_id),
-                arch=lease.arch,
+                kernel_id=KernelId.parse(task.lease.kernel_id),
+                arch=task.lease.arch,
                 workdir=workdir,
-                baseline_path=baseline,
+                baseline_path=baseline_path(workdir, judge),
                 step_timeout_s=self.options.step_timeout_s,
                 task_timeout_s=self.options.task_timeout_s,
                 limits=self.options.limits,
                 harness_path=HARNESS_DIR,
             )
-            return await asyncio.to_thread(
-                execute_task,
+            return execute_task(
                 spec,
                 self.backend,
                 cancelled=task.cancel.is_set,
                 validate_result=validate_result_document,
             )
         finally:
-            if not self.options.keep_workdirs:  # off the loop: heartbeats and claims go on
-                await asyncio.to_thread(shutil.rmtree, base, True)
+            self._remove(base)
 
-    async def _overlay_judge(self, lease: Lease, workdir: Path) -> Path | None:
-        """Put main's trusted judge files over the submitted ones; return the baseline path."""
-        bundle = await self.transport.fetch_judge(lease)
-        if bundle is None:
-            return None
-        trusted = read_package_files(bundle)
-        for name in JUDGE_FILES:
-            if (entry := trusted.get(f"{PACKAGE_DIR}/{name}")) is not None:
-                (workdir / PACKAGE_DIR / name).write_bytes(entry[1])
-        baseline = workdir / PACKAGE_DIR / "bench_result.yaml"
-        return baseline if f"{PACKAGE_DIR}/bench_result.yaml" in trusted else None
+    def _remove(self, base: Path) -> None:
+        if self.options.keep_workdirs:
+            return
+        try:
+            remove_tree(base)
+        except OSError as exc:  # left for the next start's sweep; the task's result stands
+            log.warning("task dir %s not removed: %s", base, exc)
 
     def _environment(self) -> dict[str, str]:
         return {

@@ -133,14 +133,15 @@ def harness_root(harness_path: Path) -> Path:
 
 
 def _environment(spec: TaskSpec, harness_root: Path) -> dict[str, str]:
+    workdir = spec.workdir.resolve()
     env = {
-        "KZ_RESULT_PATH": str(spec.workdir.resolve() / RESULT_FILE),
+        "KZ_RESULT_PATH": str(workdir / RESULT_FILE),
         "KZ_KERNEL_ID": str(spec.kernel_id),
         "KZ_ARCH": spec.arch,
         "PYTHONPATH": str(harness_root),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
-        "HOME": str(spec.workdir.resolve()),
+        "HOME": str(workdir),
         "TMPDIR": "/tmp",  # noqa: S108 - the step's private tmpfs
         "LANG": "C.UTF-8",
     }

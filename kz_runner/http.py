@@ -3,8 +3,7 @@ endpoints, which claim, heartbeat and finish leases on its behalf."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 
@@ -64,6 +63,7 @@ class HttpTransport:
             attempt=int(task["attempt"]),
             lease_id=task["lease_id"],
             package_digest=task["package_digest"],
+            package_size=task.get("package_size"),  # not offered by the API yet: fetched to disk
             handle=task,
         )
 
@@ -74,21 +74,16 @@ class HttpTransport:
             return True  # the lease is gone: stop working on it
         return bool(response.json().get("cancelled", False))
 
-    async def _download(self, url: str, lease: Lease, dest: Path) -> bool:
+    async def fetch_package(self, lease: Lease, sink: BinaryIO) -> None:
+        url = lease.handle["package_url"]
         headers = {"X-Lease-Token": lease.handle["lease_token"]}
         async with self.client.stream("GET", url, headers=headers) as response:
             if response.status_code == 404:
-                return False
+                raise KzError(f"package of {lease.submission_id} not found")
             if response.status_code != 200:
                 raise KzError(f"{url}: HTTP {response.status_code}")
-            with dest.open("wb") as sink:
-                async for chunk in response.aiter_bytes():
-                    sink.write(chunk)
-        return True
-
-    async def fetch_package(self, lease: Lease, dest: Path) -> None:
-        if not await self._download(lease.handle["package_url"], lease, dest):
-            raise KzError(f"package of {lease.submission_id} not found")
+            async for chunk in response.aiter_bytes():
+                sink.write(chunk)
 
     async def fetch_judge(self, lease: Lease) -> bytes | None:
         url = lease.handle.get("judge_url")

@@ -11,8 +11,7 @@ import io
 import logging
 import uuid
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import nats.errors
 import nats.js.errors
@@ -173,6 +172,7 @@ class NativeTransport:
             attempt=attempt,
             lease_id=lease_id,
             package_digest=submitted.package_digest,
+            package_size=submitted.package_size,
             new_kernel=submitted.new_kernel,
             handle=msg,
         )
@@ -195,9 +195,8 @@ class NativeTransport:
         cancelled = event_subject("submission", lease.arch, lease.submission_id, "cancelled")
         return await self.log.last_event(cancelled) is not None
 
-    async def fetch_package(self, lease: Lease, dest: Path) -> None:
-        with dest.open("wb") as sink:
-            await self.log.get_object(PACKAGES_BUCKET, lease.package_digest, sink)
+    async def fetch_package(self, lease: Lease, sink: BinaryIO) -> None:
+        await self.log.get_object(PACKAGES_BUCKET, lease.package_digest, sink)
 
     async def fetch_judge(self, lease: Lease) -> bytes | None:
         try:

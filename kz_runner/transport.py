@@ -8,8 +8,7 @@ in `kz_runner.core` is shared.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 __all__ = ["Lease", "Report", "RunnerInfo", "Transport"]
 
@@ -33,6 +32,7 @@ class Lease:
     attempt: int
     lease_id: str
     package_digest: str
+    package_size: int | None = None  # compressed bytes, when the transport is told
     new_kernel: bool = False
     handle: Any = None
 
@@ -58,7 +58,8 @@ class Transport(Protocol):
     async def heartbeat(self, lease: Lease, phase: str) -> bool:
         """Keep the claim alive; True when the submission was cancelled meanwhile."""
 
-    async def fetch_package(self, lease: Lease, dest: Path) -> None: ...
+    async def fetch_package(self, lease: Lease, sink: BinaryIO) -> None:
+        """Write the package's tarball into `sink` (a file, or memory for a small package)."""
 
     async def fetch_judge(self, lease: Lease) -> bytes | None:
         """Main's trusted judge bundle for the kernel (a small tar.gz); None when none exists."""

@@ -21,8 +21,11 @@ def meta(actor: str = "tester") -> EventMeta:
     return EventMeta(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC), actor=actor)
 
 
-async def submit_dir(log: EventLog, package: Path, kernel_id: str, tmp: Path) -> str:
-    """Pack `package`, store it and append `submitted`, as the API does."""
+async def submit_dir(
+    log: EventLog, package: Path, kernel_id: str, tmp: Path, *, package_size: int | None = None
+) -> str:
+    """Pack `package`, store it and append `submitted`, as the API does; `package_size`
+    overrides the size the event states (a runner fetches big packages to disk)."""
     tarball = tmp / f"{uuid.uuid4().hex}.tar.gz"
     digest = pack_directory(package, tarball)
     await log.put_object(PACKAGES_BUCKET, digest, tarball)
@@ -33,7 +36,7 @@ async def submit_dir(log: EventLog, package: Path, kernel_id: str, tmp: Path) ->
         kernel_id=kernel_id,
         submitter_id="alice",
         package_digest=digest,
-        package_size=tarball.stat().st_size,
+        package_size=tarball.stat().st_size if package_size is None else package_size,
     )
     (event,) = decide(SubmissionState(), command)
     await log.append(event, expect=0)

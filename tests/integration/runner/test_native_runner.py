@@ -24,8 +24,11 @@ from kz_runner.backends import get_backend
 from kz_runner.core import Runner, RunnerOptions
 from kz_runner.native import NativeTransport
 from kz_runner.transport import RunnerInfo
+from kz_runner.workdir import MEMORY_PACKAGE_BYTES, TARBALL
 
 pytestmark = pytest.mark.integration
+
+BIG = MEMORY_PACKAGE_BYTES + 1  # a stated size that sends the package to disk
 
 
 def _runner(
@@ -182,24 +185,29 @@ async def test_sigterm_hands_the_task_back_at_once(
     assert not any(isinstance(e, SubmissionResult) and e.runner_id == "leaving" for e in events)
 
 
+@pytest.mark.parametrize("stated_size", [None, BIG], ids=["in_memory", "on_disk"])
 async def test_main_judge_runs_instead_of_the_submitted_one(
-    event_log: EventLog, tmp_path: Path
+    event_log: EventLog, tmp_path: Path, stated_size: int | None
 ) -> None:
     """For an existing kernel the runner lays main's judge bundle over the package: main's
-    benchmark.py runs, and KZ_BASELINE_PATH points at main's bench_result.yaml."""
+    benchmark.py runs, and KZ_BASELINE_PATH points at main's bench_result.yaml; alike for a
+    package laid out from memory and one unpacked from disk."""
     trusted = tmp_path / "main_judge"
     shutil.copytree(RMSNORM / ".kernel_package", trusted / ".kernel_package")
     (trusted / ".kernel_package" / "bench_result.yaml").write_text(
         f"schema_version: 1\nkernel_id: {RMSNORM_ID}\nbest: {{value: 1000000000.0}}\n"
     )
     benchmark = trusted / ".kernel_package" / "benchmark.py"
-    benchmark.write_text(benchmark.read_text().replace(
-        "    print(reason)\n", "    print(reason)\n    print('main judge ran')\n"))
+    benchmark.write_text(
+        benchmark.read_text().replace(
+            "    print(reason)\n", "    print(reason)\n    print('main judge ran')\n"
+        )
+    )
     bundle = io.BytesIO()
     pack_directory(trusted, bundle)
     bundle.seek(0)
     await event_log.put_object(PACKAGES_BUCKET, judge_key(RMSNORM_ID), bundle)
-    sid = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path)
+    sid = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path, package_size=stated_size)
     runner = _runner(event_log, tmp_path, "r1")
     await asyncio.wait_for(runner.run(asyncio.Event(), max_tasks=1), timeout=120)
     _, events = await state_of(event_log, "cpu", sid)
@@ -215,6 +223,7 @@ async def test_a_restarted_runner_removes_what_its_killed_run_left(
 ) -> None:
     """Task directories left by a runner killed mid-task go when it starts again; another
     runner's directory in the same work dir is not touched."""
+
     def sharing(name: str) -> Runner:
         info = RunnerInfo(runner_id=name, arches=("cpu",), device="cpu", backend="stub")
         options = RunnerOptions(workdir=tmp_path / "shared", poll_s=0.5)
@@ -229,3 +238,44 @@ async def test_a_restarted_runner_removes_what_its_killed_run_left(
     assert mine.taskdir != theirs.taskdir
     await asyncio.wait_for(mine.run(asyncio.Event(), max_tasks=0), timeout=30)
     assert not left.exists() and busy.exists()
+
+
+async def test_a_package_laid_out_in_memory_or_on_disk_runs_the_same(
+    event_log: EventLog, tmp_path: Path
+) -> None:
+    """A small package is laid out straight into its task dir, one stated as big is fetched
+    to disk and unpacked into pkg/; the stub, hashing the files it finds, gives both the
+    same value. Without keep_workdirs nothing stays behind."""
+    small = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path)
+    big = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path, package_size=BIG)
+    info = RunnerInfo(runner_id="r1", arches=("cpu",), device="cpu", backend="stub")
+    kept = Runner(
+        info,
+        NativeTransport(event_log),
+        get_backend("stub"),
+        RunnerOptions(workdir=tmp_path / "kept", poll_s=0.5, keep_workdirs=True),
+    )
+    await asyncio.wait_for(kept.run(asyncio.Event(), max_tasks=2), timeout=60)
+    values = []
+    for sid in (small, big):
+        _, events = await state_of(event_log, "cpu", sid)
+        result = next(e for e in events if isinstance(e, SubmissionResult))
+        assert result.outcome == "accepted" and result.result is not None
+        values.append(result.result["metric"]["value"])
+    assert values[0] == values[1]
+    (small_dir,) = kept.taskdir.glob(f"task-{small[:8]}-*")
+    (big_dir,) = kept.taskdir.glob(f"task-{big[:8]}-*")
+    assert (small_dir / ".kernel_package" / "desc.yaml").is_file()
+    assert sorted(p.name for p in big_dir.iterdir()) == [TARBALL, "pkg"]
+    assert (big_dir / "pkg" / ".kernel_package" / "desc.yaml").is_file()
+
+    again = [
+        await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path, package_size=size)
+        for size in (None, BIG)
+    ]
+    runner = _runner(event_log, tmp_path, "r2", backend="stub")
+    await asyncio.wait_for(runner.run(asyncio.Event(), max_tasks=2), timeout=60)
+    for sid in again:
+        _, events = await state_of(event_log, "cpu", sid)
+        assert any(isinstance(e, SubmissionResult) and e.outcome == "accepted" for e in events)
+    assert list(runner.taskdir.iterdir()) == []
