@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +25,28 @@ VERDICTS = ("accept", "reject", "build_fail", "error", "hang", "invalid")
 _SCRIPT = Path("src") / "stub.json"
 
 
+def _files(folder: str, prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    """(path parts, path) of each file under `folder`, as `Path.rglob` finds them: links to
+    files count, links to folders are not entered."""
+    with os.scandir(folder) as entries:
+        listed = list(entries)
+    for entry in listed:
+        parts = (*prefix, entry.name)
+        if entry.is_dir() and not entry.is_symlink():
+            yield from _files(entry.path, parts)
+        elif entry.is_file():
+            yield parts, entry.path
+
+
 def package_value(workdir: Path, *, skip: Path | None = None) -> float:
     """A number in [1, 1000) from the sha256 of every file's path and bytes, in path order."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in workdir.rglob("*") if p.is_file() and p != skip):
-        digest.update(path.relative_to(workdir).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+    skipped = None if skip is None else str(skip)
+    for parts, path in sorted(_files(str(workdir), ())):
+        if path != skipped:
+            digest.update("/".join(parts).encode() + b"\0")
+            with open(path, "rb") as data:
+                digest.update(data.read())
     return 1.0 + int.from_bytes(digest.digest()[:8], "big") % 999_000 / 1000.0
 
 
