@@ -118,3 +118,17 @@ def test_the_stub_value_is_a_function_of_the_files(tmp_path: Path) -> None:
     assert package_value(tmp_path) == first and 1.0 <= first < 1000.0
     (tmp_path / "kernel.cu").write_text("b")
     assert package_value(tmp_path) != first
+
+
+def test_the_stub_value_of_a_tree_is_pinned(tmp_path: Path) -> None:
+    """The value hashes files in path-part order ("a/b" before "a-c"), counts links to files,
+    enters no linked folder and skips the result file; pinned, so runs stay comparable."""
+    for rel in ("a/b", "a-c", "A/z", ".hidden/q", "a/b2/c/d", "r.json"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(rel.encode() * 3)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "to_file").symlink_to("a-c")
+    (tmp_path / "to_dir").symlink_to("a")
+    (tmp_path / "broken").symlink_to("nowhere")
+    assert package_value(tmp_path, skip=tmp_path / "r.json") == 318.434
+    assert package_value(tmp_path) == 448.657
