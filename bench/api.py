@@ -6,15 +6,25 @@ installed (else an asyncio httpx load generator): GET /api/kernels, GET /api/ind
 POST /api/submissions (always httpx: every request needs its own package).
 
     python bench/api.py [--kernels 10000] [--duration 5] [--connections 32] [--submissions 300]
+
+With `--cpu`, it measures instead the CPU one accepted `POST /api/submissions` costs a `kz api`
+process (from /proc, user + system, all threads): an embedded NATS server, four imported kernels
+with judge bundles (as after their first commits), then `--rounds` rounds of `--submissions`
+distinct small packages sent as prepared requests over two keep-alive connections, so the load
+generator leaves the cores to the server. Compare CPU, not wall time, on a shared machine.
+
+    python bench/api.py --cpu [--submissions 400] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import io
 import logging
+import os
 import re
 import shutil
 import statistics
@@ -37,8 +47,9 @@ from kz_events.config import Settings
 from kz_events.eventlog import EventLog
 from kz_events.events import KernelImported
 from kz_events.server import EmbeddedServer, free_port
-from kz_events.subjects import PACKAGES_BUCKET
+from kz_events.subjects import PACKAGES_BUCKET, judge_key
 from kz_package import pack_directory
+from kz_testing import KzProcess, kz_argv, package_files, package_tarball, stop_all, wait_healthy
 
 DESC = """schema_version: 1
 kernel_id: {kid}
@@ -194,6 +205,129 @@ async def submissions(base: str, bodies: list[bytes], concurrency: int) -> Figur
     return _figures("POST /api/submissions", latencies, elapsed)
 
 
+CPU_KERNELS = [f"cpu/Bench/api/fp32/k{i}" for i in range(4)]
+
+
+def submission_request(host: str, kid: str, data: bytes, who: str) -> bytes:
+    """A raw HTTP/1.1 multipart POST of `data` as the package of `kid`, built ahead."""
+    boundary = f"kzbench{hashlib.sha256(data).hexdigest()[:24]}"
+    body = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="kernel_id"\r\n\r\n{kid}\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="package"; '
+            'filename="p.tar.gz"\r\nContent-Type: application/gzip\r\n\r\n'
+        ).encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    head = (
+        f"POST /api/submissions HTTP/1.1\r\nHost: {host}\r\nX-Submitter-Id: {who}\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+async def send_all(port: int, requests: list[bytes], connections: int = 2) -> None:
+    """Send prepared requests over keep-alive connections; each must be answered 202."""
+    queue = list(reversed(requests))
+
+    async def connection() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while queue:
+                writer.write(queue.pop())
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"(?i)content-length:\s*(\d+)", head)
+                body = await reader.readexactly(int(length.group(1)) if length else 0)
+                if head.split(b" ", 2)[1] != b"202":
+                    raise SystemExit(f"submission refused: {head[:40]!r} {body[:300]!r}")
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    await asyncio.gather(*(connection() for _ in range(connections)))
+
+
+async def seed_judged_kernels(url: str) -> None:
+    """Import the CPU bench's kernels with their packages and judge bundles stored."""
+    elog = await EventLog.connect(url)
+    await elog.ensure()
+    for kid in CPU_KERNELS:
+        files = package_files(kid)
+        data = package_tarball(files)
+        digest = hashlib.sha256(data).hexdigest()
+        await elog.put_object(PACKAGES_BUCKET, digest, io.BytesIO(data))
+        judge = {path: blob for path, blob in files.items() if not path.startswith("src/")}
+        await elog.put_object(PACKAGES_BUCKET, judge_key(kid), io.BytesIO(package_tarball(judge)))
+        await elog.append(
+            KernelImported(
+                event_id=str(uuid.uuid4()),
+                occurred_at=datetime.now(UTC),
+                actor="bench",
+                kernel_id=kid,
+                package_digest=digest,
+                submitter_id="bench",
+            )
+        )
+    await elog.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_submission(submissions: int, rounds: int) -> int:
+    """Print the API process's CPU ms per accepted submission, per round and the median."""
+    with (
+        tempfile.TemporaryDirectory(prefix="kz-bench-") as tmp_dir,
+        EmbeddedServer(Path(tmp_dir) / "nats", sync_always=True) as nats,
+    ):
+        tmp, port = Path(tmp_dir), free_port()
+        asyncio.run(seed_judged_kernels(nats.url))
+        env = {
+            **os.environ,
+            "KZ_NATS_URL": nats.url,
+            "KZ_DATA_DIR": str(tmp / "data"),
+            "KZ_KERNEL_REPO_PATH": str(tmp / "repo"),
+            "KZ_INDEX_PATH": str(tmp / "index.json"),
+            "KZ_PORT": str(port),
+            "KZ_MAX_OPEN_SUBMISSIONS": "1000000",
+            "KZ_LEASE_SECRET": "bench-lease-secret-0123456789abcdef",
+        }
+        api = KzProcess("api", kz_argv("api"), env, tmp / "api.log").start()
+        try:
+            wait_healthy(f"http://127.0.0.1:{port}", 60.0, [api])
+            host, warm = f"127.0.0.1:{port}", 50
+            requests = [
+                submission_request(
+                    host,
+                    CPU_KERNELS[i % 4],
+                    package_tarball(package_files(CPU_KERNELS[i % 4], salt=f"s{i}")),
+                    f"bench{i % 4}",
+                )
+                for i in range(warm + submissions * rounds)
+            ]
+            asyncio.run(send_all(port, requests[:warm]))
+            pid, nats_pid, api_ms, nats_ms = api.pid or 0, nats.pid or 0, [], []
+            for done in range(warm, len(requests), submissions):
+                api_before, nats_before = cpu_seconds(pid), cpu_seconds(nats_pid)
+                asyncio.run(send_all(port, requests[done : done + submissions]))
+                api_ms.append((cpu_seconds(pid) - api_before) * 1000 / submissions)
+                nats_ms.append((cpu_seconds(nats_pid) - nats_before) * 1000 / submissions)
+                print(f"round: api {api_ms[-1]:.2f} ms, nats-server {nats_ms[-1]:.2f} ms")
+        finally:
+            stop_all([api])
+    print(
+        f"CPU ms per submission (median of {rounds} x {submissions}): "
+        f"api {statistics.median(api_ms):.2f}, nats-server {statistics.median(nats_ms):.2f}"
+    )
+    return 0
+
+
 def main() -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -202,7 +336,11 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--submissions", type=int, default=300)
     parser.add_argument("--submit-concurrency", type=int, default=1)
+    parser.add_argument("--cpu", action="store_true", help="API CPU per submission instead")
+    parser.add_argument("--rounds", type=int, default=3, help="with --cpu")
     args = parser.parse_args()
+    if args.cpu:
+        return cpu_per_submission(args.submissions, args.rounds)
     with (
         tempfile.TemporaryDirectory(prefix="kz-bench-") as tmp_dir,
         EmbeddedServer(Path(tmp_dir) / "nats", sync_always=True) as nats,
