@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import statistics
 import subprocess
 import sys
@@ -75,6 +76,12 @@ def direct_run_s(pkg: Path, n: int) -> list[float]:
     return times
 
 
+def _cpu_s() -> float:
+    """CPU time of this process so far, user and system, every thread (not the sandboxes)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -89,6 +96,7 @@ async def main(tasks: int, backend: str) -> None:
             await log.ensure()
             digest = pack_directory(pkg, tmp / "p.tgz")
             await log.put_object(PACKAGES_BUCKET, digest, tmp / "p.tgz")
+            size = (tmp / "p.tgz").stat().st_size  # small: the runner reads it in memory
             for _ in range(tasks):
                 meta = EventMeta(
                     event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC), actor="b"
@@ -101,7 +109,7 @@ async def main(tasks: int, backend: str) -> None:
                         kernel_id=KERNEL_ID,
                         submitter_id="bench",
                         package_digest=digest,
-                        package_size=1,
+                        package_size=size,
                     ),
                 )
                 await log.append(event, expect=0)
@@ -112,9 +120,9 @@ async def main(tasks: int, backend: str) -> None:
                 get_backend(backend),
                 RunnerOptions(workdir=tmp / "work", heartbeat_s=5, poll_s=1),
             )
-            started = time.perf_counter()
+            started, cpu_before = time.perf_counter(), _cpu_s()
             await runner.run(asyncio.Event(), max_tasks=tasks)
-            elapsed = time.perf_counter() - started
+            elapsed, runner_cpu = time.perf_counter() - started, _cpu_s() - cpu_before
             claims: dict[str, datetime] = {}
             overheads: list[float] = []
             script_times: list[float] = []
@@ -139,6 +147,7 @@ async def main(tasks: int, backend: str) -> None:
     print(
         f"tasks: {tasks}, backend: {backend}, wall {elapsed:.1f}s ({tasks / elapsed:.1f} tasks/s)"
     )
+    print(f"runner process CPU per task (all its threads): {runner_cpu / tasks * 1e3:.1f} ms")
     print(
         f"claim->result (platform + scripts):  p50 {pct(overheads, 0.5) * 1e3:7.1f} ms   "
         f"p99 {pct(overheads, 0.99) * 1e3:7.1f} ms"
