@@ -55,3 +55,11 @@ def test_judge_metric_follows_the_bytes() -> None:
     for _ in range(2):
         assert judge_changes(current, same) == []
         assert judge_changes(current, higher) == ["desc.yaml:metric"]
+
+
+def test_the_same_bad_script_gets_the_same_problem_every_time() -> None:
+    """A script that does not parse is refused again, with its line, when sent again."""
+    bad = b"def broken(:\n    pass\n"
+    first = _problems(**{"benchmark.py": bad})
+    assert first == _problems(**{"benchmark.py": bad})
+    assert first == [".kernel_package/benchmark.py: line 1: not valid Python: invalid syntax"]
