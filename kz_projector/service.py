@@ -49,7 +49,7 @@ class Projectors:
         self.archive = ArchiveProjector(elog, Archive(repo, service_person(settings)),
                                         follow=follow)
         self.sweeper = Sweeper(elog, lease_s=settings.lease_s, grace_s=settings.lease_s,
-                               clock=clock, new_id=_new_id)
+                               clock=clock, new_id=_new_id, follow=follow)
 
     def close(self) -> None:
         """Close the repositories the parts opened; call once they have stopped."""

@@ -8,6 +8,7 @@ grace (or none since the claim), or JetStream reports that its message ran out o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -19,6 +20,7 @@ from nats.aio.msg import Msg
 from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.eventlog import EventLog
 from kz_events.events import Event, EventMeta, SubmissionClaimed, UnknownEvent, decode_event
+from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Fail, Status, SubmissionState, decide, evolve, fold
 from kz_events.subjects import EVENTS_STREAM, aggregate_filter, live_subject
@@ -70,8 +72,10 @@ class Sweeper:
         new_id: Callable[[], str],
         interval_s: float = 1.0,
         actor: str = "sweeper",
+        follow: Follower | None = None,
     ) -> None:
         self.elog = elog
+        self.follow: Follower = follow or elog
         self.lease_s = lease_s
         self.grace_s = grace_s
         self.clock = clock
@@ -83,7 +87,9 @@ class Sweeper:
         self.position = 0
 
     def track(self, seq: int, event: Event | UnknownEvent) -> None:
-        self.position = max(self.position, seq)
+        if seq <= self.position:
+            return  # the follow and a catch-up (after an advisory) may both hand it over
+        self.position = seq
         sid = getattr(event, "submission_id", None)
         if sid is None or getattr(event, "aggregate", "") != "submission":
             return
@@ -101,8 +107,11 @@ class Sweeper:
             self.track(seq, event)
 
     async def sweep(self) -> list[str]:
-        """One pass: fail every lost task; returns the ids failed."""
+        """One pass over the log as it is now: fail every lost task; returns the ids failed."""
         await self.catch_up()
+        return await self._sweep_tracked()
+
+    async def _sweep_tracked(self) -> list[str]:
         tasks = [
             OpenTask(sid, s.attempt, s.max_attempts, self.claimed_at[sid])
             for sid, s in self.subs.items()
@@ -155,10 +164,22 @@ class Sweeper:
         await self.fail(sid, "the task ran out of delivery attempts")
 
     async def run(self) -> None:
+        """Follow the log and sweep every `interval_s`, until cancelled."""
+        await self.catch_up()
         sub = await self.elog.nc.subscribe(ADVISORY_SUBJECT, cb=self.on_advisory)
+        follow = asyncio.create_task(self._track_follow(), name="sweeper-follow")
         try:
-            while True:
-                await self.sweep()
-                await asyncio.sleep(self.interval_s)
+            while not follow.done():
+                await self._sweep_tracked()
+                await asyncio.wait([follow], timeout=self.interval_s)
+            follow.result()  # the follow ended: raise what ended it
         finally:
+            follow.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follow
             await sub.unsubscribe()
+
+    async def _track_follow(self) -> None:
+        async with contextlib.aclosing(self.follow.subscribe(from_seq=self.position + 1)) as events:
+            async for seq, event in events:
+                self.track(seq, event)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -136,6 +137,45 @@ async def test_sweeper_fails_tasks_whose_runner_went_quiet(
     assert failed[0].code == "runner_lost"
     assert fold(await event_log.load(aggregate_filter("submission", "cpu", retry))).status == (
         "running")
+
+
+async def test_running_sweeper_follows_the_log_and_fails_a_task_claimed_later(
+    event_log: EventLog, settings: Settings, tmp_path: Path
+) -> None:
+    """The sweeper of a running service learns of claims from the shared follow (no replay
+    per pass) and fails a last attempt that goes quiet after it started."""
+    clock = Clock()
+    digest = await store_package(event_log, write_package(tmp_path / "p", KID))
+    projectors = Projectors(event_log, settings, clock=clock)
+    projectors.sweeper.interval_s = 0.05
+    replays = 0
+    replay = event_log.replay
+
+    def counting_replay(*args: object, **kwargs: object) -> object:
+        nonlocal replays
+        replays += 1
+        return replay(*args, **kwargs)  # type: ignore[arg-type]
+
+    event_log.replay = counting_replay  # type: ignore[method-assign]
+    running = asyncio.create_task(projectors.run())
+    try:
+        await asyncio.sleep(0.3)
+        replays_at_start = replays
+        lost = await submit_and_run(event_log, clock, KID, digest, 1.0, stop_after_claim=True,
+                                    max_attempts=1)
+        clock.now += timedelta(seconds=60)
+        subject = aggregate_filter("submission", "cpu", lost)
+        for _ in range(100):
+            if fold(await event_log.load(subject)).status == "failed":
+                break
+            await asyncio.sleep(0.05)
+        assert fold(await event_log.load(subject)).status == "failed"
+        assert replays == replays_at_start  # followed, not replayed each pass
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        projectors.close()
 
 
 async def test_cli_index_at_and_audit_exit_codes(
