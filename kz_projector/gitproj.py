@@ -132,7 +132,8 @@ class GitProjector:
         return applied
 
     async def flush(self) -> None:
-        """One pack, one compare-and-swap of main, the judge bundles, then `committed`.
+        """One pack, one compare-and-swap of main, the judge bundles, then `committed` for
+        each result (appends to different submissions, sent together).
 
         Bundles go first so that a `committed` in the log means runners already get main's
         judge; a crash before the announcements is mended by `start`, bundles included.
@@ -141,9 +142,10 @@ class GitProjector:
         self.fold.flush()
         done, self.unflushed = self.unflushed, []
         await self._store_bundles(done)
-        for applied in done:
-            if applied.announce:
-                await self.announce(applied)
+        async with asyncio.TaskGroup() as announcing:  # in flight together: one wait, not n
+            for applied in done:
+                if applied.announce:
+                    announcing.create_task(self.announce(applied))
 
     async def _store_bundles(self, done: list[Applied]) -> None:
         latest = {applied.kernel_id: judge_files(applied.files) for applied in done}

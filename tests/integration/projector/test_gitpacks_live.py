@@ -104,6 +104,7 @@ def test_packs_with_deltas_roll_up_through_the_slow_path(
                          committer=someone, when=datetime(2026, 1, 1, tzinfo=UTC),
                          subject="all", trailers=[])
     assert writer.move(None, head, b"refs/heads/keep")
+    repo.close()
     subprocess.run(["git", "-C", str(path), "repack", "-adf", "--window=50"], check=True,
                    capture_output=True)
     verify = subprocess.run(["git", "-C", str(path), "verify-pack", "-v",
