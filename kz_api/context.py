@@ -12,6 +12,7 @@ from kz_api.kernels_query import KernelsCache
 from kz_api.leases import LeaseSigner
 from kz_api.metrics import Metrics
 from kz_api.readmodel import ReadModels
+from kz_api.upload import UploadMemory
 from kz_events.config import Settings
 from kz_events.eventlog import EventLog
 from kz_projector.packages import PackageSource
@@ -21,7 +22,8 @@ __all__ = ["ApiContext", "Ctx"]
 
 @dataclass
 class ApiContext:
-    """Settings, the event log, the in-memory read models, the lease signer and the metrics."""
+    """Settings, the event log, the in-memory read models, the lease signer, the metrics and
+    the memory uploads may hold."""
 
     settings: Settings
     log: EventLog
@@ -33,6 +35,7 @@ class ApiContext:
     index_cache: IndexCache = field(default_factory=IndexCache)
     kernels_cache: KernelsCache = field(default_factory=KernelsCache)
     idempotency_locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+    upload_memory: UploadMemory = field(default_factory=UploadMemory)
 
 
 Ctx = NamedDependency[ApiContext]

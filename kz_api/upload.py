@@ -1,9 +1,10 @@
 """Multipart uploads received with a size limit, hashing the file part as it arrives.
 
 The request body is never held in memory whole: the push parser hands over chunks, the small
-text fields are capped, and the `package` part stays in memory up to `memory_bytes` (a kernel
-package is a few KiB, so it never touches disk) and spills to a file in a temporary directory
-past that. `receive_upload` is a context manager: leaving it removes what was spilled.
+text fields are capped, and the `package` part stays in memory up to 1 MiB (a kernel package is
+a few KiB, so it never touches disk) and spills to a file in a temporary directory past that,
+or sooner when the uploads in flight together hold `UploadMemory.total`. `receive_upload` is a
+context manager: leaving it removes what was spilled and returns what was held.
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ from multipart import (  # type: ignore[import-untyped]
 
 from kz_api.errors import ApiError
 
-__all__ = ["MEMORY_UPLOAD_BYTES", "Upload", "receive_upload"]
+__all__ = ["MEMORY_UPLOAD_BYTES", "Upload", "UploadMemory", "receive_upload"]
 
 FIELD_LIMIT = 64 * 1024
 OVERHEAD = 256 * 1024  # form fields and part headers on top of the file
 MEMORY_UPLOAD_BYTES = 1024 * 1024  # a file part up to this size is kept in memory
+MEMORY_UPLOADS_BYTES = 64 * 1024 * 1024  # what all uploads in flight keep in memory together
 
 
 @dataclass
@@ -71,6 +73,28 @@ def _boundary(request: Request[Any, Any, Any]) -> str:
     return str(options["boundary"])
 
 
+class UploadMemory:
+    """The memory file parts may hold: each up to `per_upload` bytes, and all uploads in flight
+    together up to `total`, so many clients sending at once cannot fill the server's memory;
+    a part that would pass either bound goes to disk. Used from the event loop only."""
+
+    def __init__(
+        self, per_upload: int = MEMORY_UPLOAD_BYTES, total: int = MEMORY_UPLOADS_BYTES
+    ) -> None:
+        self.per_upload, self.total = per_upload, total
+        self.held = 0
+
+    def take(self, size: int, holding: int) -> bool:
+        """Whether an upload holding `holding` bytes may keep `size` more (they are counted)."""
+        if holding + size > self.per_upload or self.held + size > self.total:
+            return False
+        self.held += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.held -= size
+
+
 class _Spill:
     """A temporary directory made only when a file part outgrows memory; `remove` clears it."""
 
@@ -94,10 +118,11 @@ class _Sink:
     file part on disk."""
 
     def __init__(
-        self, upload: Upload, file_field: str, spill: _Spill, limit: int, memory_bytes: int
+        self, upload: Upload, file_field: str, spill: _Spill, limit: int, memory: UploadMemory
     ) -> None:
         self.upload, self.file_field, self.spill = upload, file_field, spill
-        self.limit, self.memory_bytes = limit, memory_bytes
+        self.limit, self.memory = limit, memory
+        self.held = 0  # bytes of the file part counted in `memory`
         self.name: str | None = None
         self.in_file = False
         self.buffer = bytearray()
@@ -128,15 +153,17 @@ class _Sink:
         if self.upload.size > self.limit:
             raise _too_large(self.limit, "package")
         self.hasher.update(data)
-        if self.handle is not None:
-            self.handle.write(data)
+        if self.handle is None and self.memory.take(len(data), self.held):
+            self.held += len(data)
+            self.buffer += data
             return
-        self.buffer += data
-        if len(self.buffer) > self.memory_bytes:
+        if self.handle is None:
             self.upload.path = self.spill.file("package.tar.gz")
             self.handle = self.upload.path.open("wb")
             self.handle.write(self.buffer)
             self.buffer.clear()
+            self.release()
+        self.handle.write(data)
 
     def _end(self) -> None:
         if self.in_file:
@@ -148,11 +175,17 @@ class _Sink:
             self.upload.sha256 = self.hasher.hexdigest()
         elif self.name is not None:
             self.upload.fields[self.name] = self.buffer.decode("utf-8", errors="replace")
+        self.buffer.clear()
         self.name, self.in_file = None, False
 
     def close(self) -> None:
         if self.handle is not None:
             self.handle.close()
+
+    def release(self) -> None:
+        """Give back what the file part held in memory."""
+        self.memory.give(self.held)
+        self.held = 0
 
 
 async def _parse(
@@ -180,20 +213,20 @@ async def receive_upload(
     request: Request[Any, Any, Any],
     *,
     max_bytes: int,
+    memory: UploadMemory,
     file_field: str = "package",
-    memory_bytes: int = MEMORY_UPLOAD_BYTES,
 ) -> AsyncIterator[Upload]:
-    """Parse the multipart body; the file part `file_field` is kept in memory up to
-    `memory_bytes` and written to a temporary file past that, removed when the block ends."""
+    """Parse the multipart body; the file part `file_field` is kept in memory as far as
+    `memory` allows and written to a temporary file past that, removed when the block ends."""
     boundary = _boundary(request)
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes + OVERHEAD:
         raise _too_large(max_bytes, "request")
     upload, spill = Upload(), _Spill()
+    sink = _Sink(upload, file_field, spill, max_bytes, memory)
     try:
-        await _parse(
-            request, boundary, _Sink(upload, file_field, spill, max_bytes, memory_bytes), max_bytes
-        )
+        await _parse(request, boundary, sink, max_bytes)
         yield upload
     finally:
+        sink.release()
         await spill.remove()

@@ -100,7 +100,9 @@ class EditsController(Controller):
     async def rebase(
         self, request: Request[Any, Any, Any], ctx: Ctx, submitter: SubmitterDep
     ) -> RebaseAnswer:
-        async with receive_upload(request, max_bytes=ctx.settings.max_upload_bytes) as upload:
+        async with receive_upload(
+            request, max_bytes=ctx.settings.max_upload_bytes, memory=ctx.upload_memory
+        ) as upload:
             kernel_id = KernelId.parse(upload.fields.get("kernel_id", ""))
             base_commit = upload.fields.get("base_commit", "")
             if not base_commit or upload.package is None:

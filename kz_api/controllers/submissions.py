@@ -70,7 +70,9 @@ class SubmissionsController(Controller):
             str | None, HeaderParameter(name="Idempotency-Key", required=False, max_length=200)
         ] = None,
     ) -> SubmitAnswer:
-        async with receive_upload(request, max_bytes=ctx.settings.max_upload_bytes) as upload:
+        async with receive_upload(
+            request, max_bytes=ctx.settings.max_upload_bytes, memory=ctx.upload_memory
+        ) as upload:
             return await accept_submission(ctx, upload, submitter, idempotency_key)
 
     @get("/", responses=errors(), summary="List submissions")

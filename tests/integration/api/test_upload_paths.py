@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from api_helpers import KERNEL, Api, import_kernel, put_judge, stream_events, tarball
 
-from kz_api.upload import MEMORY_UPLOAD_BYTES
+from kz_api.upload import MEMORY_UPLOAD_BYTES, UploadMemory
 from kz_events.events import SubmissionSubmitted
 from kz_events.subjects import PACKAGES_BUCKET
 
@@ -169,3 +169,19 @@ async def test_the_same_package_again_is_accepted_once_the_first_is_closed(api: 
     sink = io.BytesIO()
     await api.log.get_object(PACKAGES_BUCKET, hashlib.sha256(data).hexdigest(), sink)
     assert sink.getvalue() == data
+
+
+async def test_uploads_in_flight_share_a_memory_bound(
+    api: Api, scratch: tuple[Path, list[str]]
+) -> None:
+    """When the uploads in flight already hold the shared bound, a small package goes to disk
+    instead, is accepted all the same, and what was held is given back after every answer."""
+    api.ctx.upload_memory = UploadMemory(total=0)
+    data = tarball()
+    assert (await api.submit(data)).status_code == 202
+    await _stored(api, data)
+    assert scratch[1] and not any(scratch[0].iterdir())
+    api.ctx.upload_memory = memory = UploadMemory()
+    assert (await api.submit(tarball(src="y = 2\n"))).status_code == 202
+    assert (await api.submit(b"not a gzip at all")).status_code == 400
+    assert memory.held == 0
