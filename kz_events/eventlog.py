@@ -375,7 +375,7 @@ class EventLog:
         *,
         stream: str = EVENTS_STREAM,
         stall_check_s: float = 5.0,
-    ) -> AsyncIterator[Stored]:
+    ) -> AsyncGenerator[Stored, None]:
         """Follow the log from `from_seq` forever (an ordered consumer); cancel to stop.
 
         When nothing arrives for `stall_check_s` while the stream holds a later matching

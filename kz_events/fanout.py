@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from kz_events.eventlog import EventLog, Stored
@@ -28,7 +28,7 @@ _Item = tuple[Record, Event | UnknownEvent | None]
 class Follower(Protocol):
     """What a projection needs to follow the log: `EventLog` itself, or a `SharedFollow`."""
 
-    def subscribe(self, *, from_seq: int) -> AsyncIterator[Stored]: ...
+    def subscribe(self, *, from_seq: int) -> AsyncGenerator[Stored, None]: ...
 
 
 class RawFollower(Protocol):
@@ -48,7 +48,7 @@ class SharedFollow:
         self._next = 1  # the sequence the shared follow hands out next
         self._pump: asyncio.Task[None] | None = None
 
-    async def subscribe(self, *, from_seq: int) -> AsyncIterator[Stored]:
+    async def subscribe(self, *, from_seq: int) -> AsyncGenerator[Stored, None]:
         """Every event from `from_seq` on, decoded, in order, forever; stop by closing the
         iterator."""
         async with contextlib.aclosing(self._follow(from_seq)) as items:
