@@ -50,7 +50,13 @@ from kz_events.events import (
     encode_event,
     subject_of,
 )
-from kz_events.objects import DigestCache, ObjectChanged, read_small_object
+from kz_events.objects import (
+    SMALL_OBJECT_BYTES,
+    DigestCache,
+    ObjectChanged,
+    put_new_object,
+    read_small_object,
+)
 from kz_events.reader import BatchReader, Record
 from kz_events.subjects import (
     EVENTS_STREAM,
@@ -479,9 +485,21 @@ class EventLog:
             self._buckets[name] = await self._retry(lambda: self.js.object_store(name))
         return self._buckets[name]
 
-    async def put_object(self, bucket: str, key: str, source: Path | IO[bytes]) -> int:
-        """Stream `source` into the object store under `key`; returns its size in bytes."""
+    async def put_object(self, bucket: str, key: str, source: Path | IO[bytes] | bytes) -> int:
+        """Stream `source` into the object store under `key`; returns its size in bytes.
+
+        Bytes (and an in-memory buffer) up to `SMALL_OBJECT_BYTES` are stored in two requests
+        when the key is new; a key that exists is replaced through nats-py."""
         store = await self.bucket(bucket)
+        if isinstance(source, io.BytesIO):
+            source = source.getvalue()
+        if isinstance(source, bytes):
+            data = source
+            if len(data) <= SMALL_OBJECT_BYTES and await self._retry(
+                functools.partial(put_new_object, self.js, bucket, key, data)
+            ):
+                return len(data)
+            source = io.BytesIO(data)
         if isinstance(source, Path):
             with source.open("rb") as handle:
                 info = await self._retry(functools.partial(self._put_once, store, key, handle))

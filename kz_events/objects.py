@@ -10,29 +10,50 @@ The object's meta record carries the SHA-256 of its content, so a reader can kee
 it has read and answer a later read of the same key from memory after one meta lookup: the
 judge bundle of a kernel is read by every task and every upload for that kernel and changes
 only when main does.
+
+Writing is the mirror: nats-py first asks for the key's meta record (to purge the chunks of an
+object it replaces) and reads the source through a worker thread. Most keys written here are
+new — a package under its digest, a log under its attempt — so `put_new_object` publishes the
+chunks and a meta record that the server stores only if the key has none yet; a key that does
+exist is left to nats-py's put, which replaces it properly.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import json
 from collections import OrderedDict
+from datetime import UTC, datetime
 
 import nats.js.errors
 from nats.js import JetStreamContext
-from nats.js.api import ObjectInfo
+from nats.js.api import Header, ObjectInfo, ObjectMetaOptions
 from nats.js.object_store import (
     OBJ_CHUNKS_PRE_TEMPLATE,
+    OBJ_DEFAULT_CHUNK_SIZE,
+    OBJ_DIGEST_TEMPLATE,
     OBJ_DIGEST_TYPE,
+    OBJ_META_PRE_TEMPLATE,
     OBJ_STREAM_TEMPLATE,
     ObjectStore,
 )
 
 from kz_events.errors import ObjectCorrupt
 
-__all__ = ["DigestCache", "ObjectChanged", "read_small_object"]
+__all__ = [
+    "SMALL_OBJECT_BYTES",
+    "DigestCache",
+    "ObjectChanged",
+    "put_new_object",
+    "read_small_object",
+]
+
+WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-sequence check
 
 MESSAGE_GET_CHUNKS = 8  # objects of more chunks are read through a consumer
+SMALL_OBJECT_BYTES = MESSAGE_GET_CHUNKS * OBJ_DEFAULT_CHUNK_SIZE  # written by put_new_object
 CACHED_OBJECT_BYTES = 1 << 20  # the largest object kept in the cache
 
 
@@ -117,3 +138,44 @@ async def read_small_object(
         )
     cache.put(bucket, key, digest, data)
     return data
+
+
+async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: bytes) -> bool:
+    """Store `data` under `key` if the bucket has no object `key`; False (and nothing stored)
+    when it has one. The meta record is the same nats-py writes, so either reads it."""
+    nuid = js._nc._nuid.next().decode()  # nats-py's own id source for chunk subjects
+    chunks = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=bucket, obj=nuid)
+    info = ObjectInfo(
+        name=key,
+        bucket=bucket,
+        nuid=nuid,
+        size=len(data),
+        chunks=0,
+        mtime=datetime.now(UTC).isoformat(),
+        digest=OBJ_DIGEST_TEMPLATE.format(
+            digest=base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode()
+        ),
+        options=ObjectMetaOptions(max_chunk_size=OBJ_DEFAULT_CHUNK_SIZE),
+    )
+    meta = OBJ_META_PRE_TEMPLATE.format(
+        bucket=bucket, obj=base64.urlsafe_b64encode(key.encode()).decode()
+    )
+    try:
+        for start in range(0, len(data), OBJ_DEFAULT_CHUNK_SIZE):
+            await js.publish(chunks, data[start : start + OBJ_DEFAULT_CHUNK_SIZE])
+            info.chunks = (info.chunks or 0) + 1
+        await js.publish(
+            meta,
+            json.dumps(info.as_dict()).encode(),
+            headers={
+                Header.ROLLUP: "sub",
+                Header.EXPECTED_LAST_SUBJECT_SEQUENCE: "0",  # only if the key is new
+            },
+        )
+    except BaseException as exc:
+        with contextlib.suppress(Exception):  # what is not purged is never referenced
+            await js.purge_stream(OBJ_STREAM_TEMPLATE.format(bucket=bucket), subject=chunks)
+        if isinstance(exc, nats.js.errors.APIError) and exc.err_code == WRONG_LAST_SEQUENCE:
+            return False
+        raise
+    return True
