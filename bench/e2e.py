@@ -271,17 +271,21 @@ class Load:
 
 
 async def follow(url: str, from_seq: int, load: Load) -> None:
-    """Note when each submission's terminal event appears in the log."""
+    """Note when each submission's terminal event appears in the log: one consumer per
+    terminal type, so the observer receives one event per submission, not all of them."""
     elog = await EventLog.connect(url, name="bench-e2e-follow")
-    try:
-        async for _seq, event in elog.subscribe("kz.ev.submission.>", from_seq):
-            status = getattr(event, "type", "")
+
+    async def watch(kind: str) -> None:
+        async for _seq, event in elog.subscribe(f"kz.ev.submission.*.*.{kind}", from_seq):
             sid = getattr(event, "submission_id", "")
-            if status in TERMINAL and sid not in load.final:
-                load.final[sid] = status
-                if status == "committed":
+            if sid not in load.final:
+                load.final[sid] = kind
+                if kind == "committed":
                     load.committed_at[sid] = time.perf_counter()
                 load.check_done()
+
+    try:
+        await asyncio.gather(*(watch(kind) for kind in sorted(TERMINAL)))
     finally:
         await elog.close()
 

@@ -485,18 +485,23 @@ class EventLog:
             self._buckets[name] = await self._retry(lambda: self.js.object_store(name))
         return self._buckets[name]
 
-    async def put_object(self, bucket: str, key: str, source: Path | IO[bytes] | bytes) -> int:
+    async def put_object(
+        self, bucket: str, key: str, source: Path | IO[bytes] | bytes, *, replacing: bool = False
+    ) -> int:
         """Stream `source` into the object store under `key`; returns its size in bytes.
 
         Bytes (and an in-memory buffer) up to `SMALL_OBJECT_BYTES` are stored in two requests
-        when the key is new; a key that exists is replaced through nats-py."""
+        when the key is new; a key that exists is replaced through nats-py, and `replacing`
+        (a key rewritten in place, like a judge bundle) goes there straight away."""
         store = await self.bucket(bucket)
         if isinstance(source, io.BytesIO):
             source = source.getvalue()
         if isinstance(source, bytes):
             data = source
-            if len(data) <= SMALL_OBJECT_BYTES and await self._retry(
-                functools.partial(put_new_object, self.js, bucket, key, data)
+            if (
+                not replacing
+                and len(data) <= SMALL_OBJECT_BYTES
+                and await self._retry(functools.partial(put_new_object, self.js, bucket, key, data))
             ):
                 return len(data)
             source = io.BytesIO(data)

@@ -212,4 +212,4 @@ def judge_bundle(files: FileMap) -> bytes:
 
 async def put_judge_bundle(elog: EventLog, kernel_id: str, bundle: bytes) -> None:
     """Store `bundle` (from `judge_bundle`) as main's judge files of `kernel_id`."""
-    await elog.put_object(PACKAGES_BUCKET, judge_key(kernel_id), io.BytesIO(bundle))
+    await elog.put_object(PACKAGES_BUCKET, judge_key(kernel_id), bundle, replacing=True)
