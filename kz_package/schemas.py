@@ -9,14 +9,16 @@ through one registry keyed by their `$id`s.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError, best_match
 from referencing import Registry, Resource
@@ -70,11 +72,43 @@ def _registry() -> Registry[Any]:
 
 
 @cache
-def _validator(name: str) -> Draft202012Validator:
-    schema = load_schema(_file(name).name.removesuffix(".schema.json"))
+def _format_checker() -> FormatChecker:
     checker = FormatChecker()
     checker.checks("date-time")(_is_date_time)
-    return Draft202012Validator(schema, registry=_registry(), format_checker=checker)
+    return checker
+
+
+@cache
+def _validator(name: str) -> Draft202012Validator:
+    schema = load_schema(_file(name).name.removesuffix(".schema.json"))
+    return Draft202012Validator(schema, registry=_registry(), format_checker=_format_checker())
+
+
+@cache
+def _is_valid(name: str) -> Callable[[Any], bool]:
+    """A compiled check of schema `name` (jsonschema-rs, ~100x faster): it only tells whether
+    an instance is valid, and where it says no, `validate` asks the reference validator for
+    the problems and takes its answer. Formats are checked by the reference's own checks."""
+    stem = _file(name).name.removesuffix(".schema.json")
+    checker = _format_checker()
+    formats: dict[str, Callable[..., bool]] = {
+        fmt: functools.partial(_conforms, checker, fmt) for fmt in _FORMATS_USED
+    }
+    registry = jsonschema_rs.Registry(
+        [(load_schema(n)["$id"], load_schema(n)) for n in SCHEMA_NAMES]
+    )
+    compiled = jsonschema_rs.validator_for(
+        load_schema(stem), registry=registry, formats=formats, validate_formats=True,
+        ignore_unknown_formats=False,
+    )
+    return cast(Callable[[Any], bool], compiled.is_valid)
+
+
+_FORMATS_USED = ("date-time", "uuid")
+
+
+def _conforms(checker: FormatChecker, fmt: str, value: str) -> bool:
+    return checker.conforms(value, fmt)
 
 
 def field_path(parts: Iterable[str | int]) -> str:
@@ -216,6 +250,8 @@ def _problems(error: ValidationError, path: str) -> list[Problem]:
 
 def validate(name: str, instance: Any, *, path: str = "") -> list[Problem]:
     """Every way `instance` breaks schema `name`, as problems naming `path`, in field order."""
+    if _is_valid(name)(instance):
+        return []
     problems: list[Problem] = []
     for error in _validator(name).iter_errors(instance):
         problems.extend(_problems(error, path))
