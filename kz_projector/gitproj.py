@@ -20,7 +20,7 @@ from dulwich.repo import BaseRepo
 from kz_events.config import Settings
 from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.eventlog import EventLog, Stored
-from kz_events.events import Event, EventMeta, SubmissionAccepted, UnknownEvent
+from kz_events.events import Event, EventMeta, UnknownEvent
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decide, evolve, fold
@@ -176,12 +176,8 @@ class GitProjector:
     async def _follow(self) -> None:
         queue: asyncio.Queue[Stored] = asyncio.Queue(maxsize=10_000)
 
-        prefetch = getattr(self.packages, "prefetch", None)  # a source that reads ahead
-
         async def pump() -> None:
             async for item in self.follow.subscribe(from_seq=self.position + 1):
-                if prefetch is not None and isinstance(item[1], SubmissionAccepted):
-                    prefetch(item[1].package_digest)  # read while the events before it fold
                 await queue.put(item)
 
         task = asyncio.create_task(pump())

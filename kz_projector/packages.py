@@ -6,7 +6,6 @@ immutable per digest, so a small cache in front is always right.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 import tempfile
@@ -122,46 +121,25 @@ class _Cache:
 
 
 class ObjectStorePackages:
-    """Packages from `KZ_PACKAGES`, unpacked with the same safety checks as uploads.
-
-    `prefetch` starts reading a package a reader will soon ask for (the git projector, on
-    seeing its result go by), so `files` finds it read or on its way: one read per digest.
-    """
+    """Packages from `KZ_PACKAGES`, unpacked with the same safety checks as uploads."""
 
     def __init__(self, elog: EventLog) -> None:
         self.elog = elog
         self.cache = _Cache()
-        self._reading: dict[str, asyncio.Task[FileMap]] = {}
-
-    def prefetch(self, digest: str) -> None:
-        if self.cache.get(digest) is None and digest not in self._reading:
-            self._start(digest)
 
     async def files(self, digest: str) -> FileMap:
         cached = self.cache.get(digest)
         if cached is not None:
             return cached
-        return await (self._reading.get(digest) or self._start(digest))
-
-    def _start(self, digest: str) -> asyncio.Task[FileMap]:
-        task = asyncio.create_task(self._read(digest), name=f"package-{digest[:12]}")
-        self._reading[digest] = task
-        task.add_done_callback(lambda done: self._done(digest, done))
-        return task
-
-    def _done(self, digest: str, task: asyncio.Task[FileMap]) -> None:
-        self._reading.pop(digest, None)
-        if not task.cancelled() and task.exception() is None:
-            self.cache.put(digest, task.result())  # a failure reaches whoever awaits it
-
-    async def _read(self, digest: str) -> FileMap:
         try:
             data = await self.elog.get_object_bytes(PACKAGES_BUCKET, digest)
         except ObjectNotFound as exc:
             raise PackageUnavailable(
                 f"package {digest} is not in {PACKAGES_BUCKET}; expected the tarball there"
             ) from exc
-        return files_from_tarball(data)
+        files = files_from_tarball(data)
+        self.cache.put(digest, files)
+        return files
 
 
 class GitPackages:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 from pathlib import Path
 
@@ -15,8 +14,6 @@ from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionCommitted
 from kz_projector.archive import ARCHIVE_REF
 from kz_projector.audit import run_audit
-from kz_projector.errors import PackageUnavailable
-from kz_projector.packages import ObjectStorePackages
 from kz_projector.repo_read import KernelRepo
 from kz_projector.service import Projectors
 
@@ -102,30 +99,3 @@ async def test_audit_finds_a_lost_archive_segment(
     assert writer.move(head, commit, ARCHIVE_REF)
     report = await run_audit(settings, clock=clock, elog=event_log)
     assert not report.ok and any("missing" in p for p in report.problems)
-
-
-async def test_a_prefetched_package_is_read_once_and_failures_reach_the_reader(
-    event_log: EventLog, tmp_path: Path
-) -> None:
-    """`prefetch` starts the read; `files` awaits that same read (one object get), caches
-    it, and a prefetch of a missing package fails only the reader that asks for it."""
-    digest = await store_package(event_log, write_package(tmp_path / "p1", KID))
-    packages = ObjectStorePackages(event_log)
-    reads = 0
-    get = event_log.get_object_bytes
-
-    async def counting_get(bucket: str, key: str) -> bytes:
-        nonlocal reads
-        reads += 1
-        return await get(bucket, key)
-
-    event_log.get_object_bytes = counting_get  # type: ignore[method-assign]
-    packages.prefetch(digest)
-    packages.prefetch(digest)
-    first, second = await asyncio.gather(packages.files(digest), packages.files(digest))
-    assert first is second and ".kernel_package/desc.yaml" in first
-    assert await packages.files(digest) is first and reads == 1
-    packages.prefetch("0" * 64)
-    await asyncio.sleep(0.05)  # the failed read ends with nobody waiting: nothing is logged
-    with pytest.raises(PackageUnavailable):
-        await packages.files("0" * 64)
