@@ -12,7 +12,7 @@ import contextlib
 import functools
 import io
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -337,14 +337,13 @@ class EventLog:
         upto: int | None = None,
         stream: str = EVENTS_STREAM,
         batch: int = 1000,
-    ) -> AsyncIterator[Stored]:
+    ) -> AsyncGenerator[Stored, None]:
         """Events from `from_seq` up to the stream's end now (or `upto`), in order, then stop."""
-        records = self.replay_raw(
-            from_seq, subject_filter=subject_filter, upto=upto, stream=stream, batch=batch
-        )
-        async with contextlib.aclosing(records):
-            async for seq, subject, data in records:
-                yield seq, checked_event(subject, data)
+        batches = self._batches(from_seq, subject_filter, upto, stream, batch)
+        async with contextlib.aclosing(batches):
+            async for records in batches:
+                for seq, subject, data in records:
+                    yield seq, checked_event(subject, data)
 
     async def replay_raw(
         self,
@@ -356,6 +355,15 @@ class EventLog:
         batch: int = 1000,
     ) -> AsyncGenerator[Record, None]:
         """`replay`, as stored: (sequence, subject, the event's exact bytes)."""
+        batches = self._batches(from_seq, subject_filter, upto, stream, batch)
+        async with contextlib.aclosing(batches):
+            async for records in batches:
+                for record in records:
+                    yield record
+
+    async def _batches(
+        self, from_seq: int, subject_filter: str, upto: int | None, stream: str, batch: int
+    ) -> AsyncGenerator[list[Record], None]:
         reader = BatchReader(
             self.nc,
             self.js,
@@ -367,10 +375,10 @@ class EventLog:
         try:
             while not reader.drained:
                 records = await self._retry(functools.partial(reader.next_batch, batch))
-                for record in records:
-                    if upto is not None and record[0] > upto:
-                        return
-                    yield record
+                if upto is not None and records and records[-1][0] > upto:
+                    yield [record for record in records if record[0] <= upto]
+                    return
+                yield records
         finally:
             await reader.close()
 
