@@ -252,6 +252,7 @@ class TaskOffer(_Out, frozen=True, kw_only=True):
     lease_token: str
     package_url: str
     package_digest: str
+    package_size: int
     judge_url: str | None
     heartbeat_s: float
     task_timeout_s: float

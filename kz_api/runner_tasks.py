@@ -103,6 +103,7 @@ async def _try_claim(ctx: ApiContext, msg: Msg, runner_id: str) -> TaskOffer | N
         lease_token=ctx.signer.sign(claim),
         package_url=f"{base}/package",
         package_digest=event.package_digest,
+        package_size=event.package_size,
         judge_url=None if event.new_kernel else f"{base}/judge",
         heartbeat_s=settings.heartbeat_s,
         task_timeout_s=settings.task_timeout_s,

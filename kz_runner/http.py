@@ -63,7 +63,7 @@ class HttpTransport:
             attempt=int(task["attempt"]),
             lease_id=task["lease_id"],
             package_digest=task["package_digest"],
-            package_size=task.get("package_size"),  # not offered by the API yet: fetched to disk
+            package_size=task.get("package_size"),  # small packages are read in memory
             handle=task,
         )
 

@@ -23,7 +23,7 @@ from kz_package import pack_directory
 from kz_runner.backends import get_backend
 from kz_runner.core import Runner, RunnerOptions
 from kz_runner.http import HttpTransport
-from kz_runner.transport import RunnerInfo
+from kz_runner.transport import Lease, RunnerInfo
 
 pytestmark = pytest.mark.integration
 
@@ -84,11 +84,21 @@ def _runner(base_url: str, tmp: Path, name: str, backend: str = "stub") -> Runne
 async def test_http_runner_runs_a_task_through_the_api(
     nats_server: EmbeddedServer, event_log: EventLog, tmp_path: Path
 ) -> None:
-    """An HTTP runner claims over the API, runs the example in the sandbox and reports."""
+    """An HTTP runner claims over the API, runs the example in the sandbox and reports; the
+    offer states the package's size, so the runner reads the small package in memory."""
     async with api_server(_settings(nats_server, tmp_path), event_log) as url:
         sid = await _submit(url, RMSNORM, tmp_path)
         runner = _runner(url, tmp_path, "http-1", backend="sandbox")
+        sizes: list[int | None] = []
+        process = runner.process
+
+        async def recording(lease: Lease, stop: asyncio.Event | None = None) -> None:
+            sizes.append(lease.package_size)
+            await process(lease, stop)
+
+        runner.process = recording  # type: ignore[method-assign]
         await asyncio.wait_for(runner.run(asyncio.Event(), max_tasks=1), timeout=120)
+    assert sizes == [(tmp_path / "p.tar.gz").stat().st_size]
     _, events = await state_of(event_log, "cpu", sid)
     claims = [e for e in events if isinstance(e, SubmissionClaimed)]
     results = [e for e in events if isinstance(e, SubmissionResult)]
