@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import hashlib
 import io
 import logging
-import os
 import re
 import shutil
 import statistics
@@ -49,7 +47,18 @@ from kz_events.events import KernelImported
 from kz_events.server import EmbeddedServer, free_port
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
 from kz_package import pack_directory
-from kz_testing import KzProcess, kz_argv, package_files, package_tarball, stop_all, wait_healthy
+from kz_testing import (
+    KzProcess,
+    RawClient,
+    kz_argv,
+    package_files,
+    package_tarball,
+    process_cpu_s,
+    stack_env,
+    stop_all,
+    submission_request,
+    wait_healthy,
+)
 
 DESC = """schema_version: 1
 kernel_id: {kid}
@@ -91,7 +100,7 @@ async def seed(url: str, count: int, tmp: Path) -> None:
     await elog.ensure()
     data = package(tmp, "cpu/Bench/seed/fp32/k0", "seed")
     digest = hashlib.sha256(data).hexdigest()
-    await elog.put_object(PACKAGES_BUCKET, digest, io.BytesIO(data))
+    await elog.put_object(PACKAGES_BUCKET, digest, data)
     now = datetime.now(UTC)
 
     def imported(i: int) -> KernelImported:
@@ -208,44 +217,19 @@ async def submissions(base: str, bodies: list[bytes], concurrency: int) -> Figur
 CPU_KERNELS = [f"cpu/Bench/api/fp32/k{i}" for i in range(4)]
 
 
-def submission_request(host: str, kid: str, data: bytes, who: str) -> bytes:
-    """A raw HTTP/1.1 multipart POST of `data` as the package of `kid`, built ahead."""
-    boundary = f"kzbench{hashlib.sha256(data).hexdigest()[:24]}"
-    body = (
-        (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="kernel_id"\r\n\r\n{kid}\r\n'
-            f'--{boundary}\r\nContent-Disposition: form-data; name="package"; '
-            'filename="p.tar.gz"\r\nContent-Type: application/gzip\r\n\r\n'
-        ).encode()
-        + data
-        + f"\r\n--{boundary}--\r\n".encode()
-    )
-    head = (
-        f"POST /api/submissions HTTP/1.1\r\nHost: {host}\r\nX-Submitter-Id: {who}\r\n"
-        f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
 async def send_all(port: int, requests: list[bytes], connections: int = 2) -> None:
     """Send prepared requests over keep-alive connections; each must be answered 202."""
     queue = list(reversed(requests))
 
     async def connection() -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        client = await RawClient.open(port)
         try:
             while queue:
-                writer.write(queue.pop())
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = re.search(rb"(?i)content-length:\s*(\d+)", head)
-                body = await reader.readexactly(int(length.group(1)) if length else 0)
-                if head.split(b" ", 2)[1] != b"202":
-                    raise SystemExit(f"submission refused: {head[:40]!r} {body[:300]!r}")
+                status, body = await client.send(queue.pop())
+                if status != 202:
+                    raise SystemExit(f"submission refused: {status} {body[:300]!r}")
         finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+            await client.close()
 
     await asyncio.gather(*(connection() for _ in range(connections)))
 
@@ -258,9 +242,9 @@ async def seed_judged_kernels(url: str) -> None:
         files = package_files(kid)
         data = package_tarball(files)
         digest = hashlib.sha256(data).hexdigest()
-        await elog.put_object(PACKAGES_BUCKET, digest, io.BytesIO(data))
+        await elog.put_object(PACKAGES_BUCKET, digest, data)
         judge = {path: blob for path, blob in files.items() if not path.startswith("src/")}
-        await elog.put_object(PACKAGES_BUCKET, judge_key(kid), io.BytesIO(package_tarball(judge)))
+        await elog.put_object(PACKAGES_BUCKET, judge_key(kid), package_tarball(judge))
         await elog.append(
             KernelImported(
                 event_id=str(uuid.uuid4()),
@@ -274,12 +258,6 @@ async def seed_judged_kernels(url: str) -> None:
     await elog.close()
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def cpu_per_submission(submissions: int, rounds: int) -> int:
     """Print the API process's CPU ms per accepted submission, per round and the median."""
     with (
@@ -288,16 +266,13 @@ def cpu_per_submission(submissions: int, rounds: int) -> int:
     ):
         tmp, port = Path(tmp_dir), free_port()
         asyncio.run(seed_judged_kernels(nats.url))
-        env = {
-            **os.environ,
-            "KZ_NATS_URL": nats.url,
-            "KZ_DATA_DIR": str(tmp / "data"),
-            "KZ_KERNEL_REPO_PATH": str(tmp / "repo"),
-            "KZ_INDEX_PATH": str(tmp / "index.json"),
-            "KZ_PORT": str(port),
-            "KZ_MAX_OPEN_SUBMISSIONS": "1000000",
-            "KZ_LEASE_SECRET": "bench-lease-secret-0123456789abcdef",
-        }
+        env = stack_env(
+            tmp,
+            nats.url,
+            port,
+            KZ_MAX_OPEN_SUBMISSIONS="1000000",
+            KZ_LEASE_SECRET="bench-lease-secret-0123456789abcdef",
+        )
         api = KzProcess("api", kz_argv("api"), env, tmp / "api.log").start()
         try:
             wait_healthy(f"http://127.0.0.1:{port}", 60.0, [api])
@@ -314,10 +289,10 @@ def cpu_per_submission(submissions: int, rounds: int) -> int:
             asyncio.run(send_all(port, requests[:warm]))
             pid, nats_pid, api_ms, nats_ms = api.pid or 0, nats.pid or 0, [], []
             for done in range(warm, len(requests), submissions):
-                api_before, nats_before = cpu_seconds(pid), cpu_seconds(nats_pid)
+                api_before, nats_before = process_cpu_s(pid), process_cpu_s(nats_pid)
                 asyncio.run(send_all(port, requests[done : done + submissions]))
-                api_ms.append((cpu_seconds(pid) - api_before) * 1000 / submissions)
-                nats_ms.append((cpu_seconds(nats_pid) - nats_before) * 1000 / submissions)
+                api_ms.append((process_cpu_s(pid) - api_before) * 1000 / submissions)
+                nats_ms.append((process_cpu_s(nats_pid) - nats_before) * 1000 / submissions)
                 print(f"round: api {api_ms[-1]:.2f} ms, nats-server {nats_ms[-1]:.2f} ms")
         finally:
             stop_all([api])

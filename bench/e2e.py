@@ -15,9 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
-import os
 import resource
 import shutil
 import statistics
@@ -41,7 +39,18 @@ from kz_events.events import (
     SubmissionSubmitted,
 )
 from kz_events.server import EmbeddedServer, free_port
-from kz_testing import KzProcess, kz_argv, package_files, package_tarball, stop_all, wait_healthy
+from kz_testing import (
+    KzProcess,
+    RawClient,
+    kz_argv,
+    package_files,
+    package_tarball,
+    process_cpu_s,
+    stack_env,
+    stop_all,
+    submission_request,
+    wait_healthy,
+)
 
 __all__ = ["Figures", "Stack", "main", "package_bytes"]
 
@@ -90,17 +99,14 @@ class Stack:
         return f"http://127.0.0.1:{self.port}"
 
     def env(self, **extra: str) -> dict[str, str]:
-        return {
-            **os.environ,
-            "KZ_NATS_URL": self.nats.url,
-            "KZ_DATA_DIR": str(self.tmp / "data"),
-            "KZ_KERNEL_REPO_PATH": str(self.tmp / "repo"),
-            "KZ_INDEX_PATH": str(self.tmp / "index.json"),
-            "KZ_PORT": str(self.port),
-            "KZ_MAX_OPEN_SUBMISSIONS": "100000",
-            "KZ_LEASE_SECRET": "bench-lease-secret-0123456789abcdef",
+        return stack_env(
+            self.tmp,
+            self.nats.url,
+            self.port,
+            KZ_MAX_OPEN_SUBMISSIONS="100000",
+            KZ_LEASE_SECRET="bench-lease-secret-0123456789abcdef",
             **extra,
-        }
+        )
 
     def spawn(self, name: str, args: list[str], **extra: str) -> KzProcess:
         log = self.tmp / "logs" / f"{name}.log"
@@ -123,13 +129,11 @@ class Stack:
 
     def cpu_seconds(self) -> dict[str, float]:
         """User + system CPU seconds so far of each process (runners summed), from /proc."""
-        tick = os.sysconf("SC_CLK_TCK")
         pids = [(proc.name.rstrip("0123456789"), proc.pid or 0) for proc in self.procs]
         pids.append(("nats-server", self.nats.pid or 0))
         out: dict[str, float] = {}
         for name, pid in pids:
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+            out[name] = out.get(name, 0.0) + process_cpu_s(pid)
         return out
 
     def print_errors(self) -> None:
@@ -296,50 +300,6 @@ async def log_end(url: str) -> int:
         return await elog.last_seq()
     finally:
         await elog.close()
-
-
-def submission_request(host: str, kid: str, data: bytes, who: str) -> bytes:
-    """The raw HTTP/1.1 request `submit` sends, built ahead so the load costs no encoding."""
-    boundary = f"kzbench{hashlib.sha256(data).hexdigest()[:24]}"
-    body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="kernel_id"\r\n\r\n{kid}\r\n'
-        f'--{boundary}\r\nContent-Disposition: form-data; name="package"; filename="p.tar.gz"'
-        "\r\nContent-Type: application/gzip\r\n\r\n"
-    ).encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    head = (
-        f"POST /api/submissions HTTP/1.1\r\nHost: {host}\r\nX-Submitter-Id: {who}\r\n"
-        f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-class RawClient:
-    """One keep-alive HTTP/1.1 connection that sends prepared requests: a load generator
-    that leaves the machine's two cores to the stack (httpx spends ~7 ms of CPU a POST)."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
-
-    @classmethod
-    async def open(cls, port: int) -> RawClient:
-        return cls(*await asyncio.open_connection("127.0.0.1", port))
-
-    async def send(self, request: bytes) -> tuple[int, bytes]:
-        self.writer.write(request)
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(head.split(b" ", 2)[1])
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        return status, await self.reader.readexactly(length)
-
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(ConnectionError):
-            await self.writer.wait_closed()
 
 
 async def load_phase(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -35,7 +34,7 @@ import httpx
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionAccepted
 from kz_events.server import EmbeddedServer, free_port
-from kz_testing import KzProcess, kz_argv
+from kz_testing import KzProcess, kz_argv, stack_env
 
 TARGET_MS = 1000.0
 CHROMIUM = "/usr/bin/chromium"
@@ -122,14 +121,7 @@ def running_api(tmp: Path, kernels: int, boards: int) -> Iterator[str]:
         print(f"seeding {kernels:,} accepted results on {boards} boards ...", flush=True)
         asyncio.run(seed(nats.url, kernels, boards))
         port = free_port()
-        env = {
-            **os.environ,
-            "KZ_NATS_URL": nats.url,
-            "KZ_DATA_DIR": str(tmp / "data"),
-            "KZ_KERNEL_REPO_PATH": str(tmp / "repo"),
-            "KZ_INDEX_PATH": str(tmp / "index.json"),
-            "KZ_PORT": str(port),
-        }
+        env = stack_env(tmp, nats.url, port)
         with KzProcess("kz api", kz_argv("api"), env, tmp / "api.log") as api:
             base = f"http://127.0.0.1:{port}"
             wait_folded(base, api, kernels)

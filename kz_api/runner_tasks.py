@@ -6,7 +6,6 @@ by publishing to the message's reply subject (so any API replica can do it).
 from __future__ import annotations
 
 import asyncio
-import io
 import uuid
 
 import nats.errors
@@ -223,7 +222,7 @@ async def report_result(
     events = decide(state, command)  # refuses a stale lease before anything is stored
     if body.log:
         data = body.log.encode()[-LOG_CAP:]
-        await ctx.log.put_object(LOGS_BUCKET, log_key, io.BytesIO(data))
+        await ctx.log.put_object(LOGS_BUCKET, log_key, data)
     try:
         seq = await append_seen(ctx, events, expect=state.version, expect_on=subject)
     except ConcurrencyConflict as exc:

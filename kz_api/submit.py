@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import io
 import tempfile
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from kz_package import (
     validate_package_files,
 )
 from kz_package.judge import judge_changes
+from kz_package.memo import by_content
 
 __all__ = ["accept_submission", "answer_for", "check_form"]
 
@@ -137,18 +137,14 @@ def _validate_in_memory(
     package = validate_package_files(submitted, expected_kernel_id=kernel_id, limits=limits)
     if judge is None:
         return Checked(package.desc.summary(), [])
-    current = _judge_tree(judge) if len(judge) <= CACHED_JUDGE_BYTES else _read_judge(judge)
-    return Checked(package.desc.summary(), judge_changes(current, submitted))
-
-
-def _read_judge(bundle: bytes) -> PackageFiles:
-    return read_package(bundle, Limits())
+    return Checked(package.desc.summary(), judge_changes(_judge_tree(judge), submitted))
 
 
 # Every upload for a kernel is compared with the same judge bundle, which changes only when
 # main does: its tree is read once per content and kept (and only read from afterwards).
-CACHED_JUDGE_BYTES = 256 * 1024
-_judge_tree = functools.lru_cache(maxsize=64)(_read_judge)
+@by_content(256 * 1024, maxsize=64)
+def _judge_tree(bundle: bytes) -> PackageFiles:
+    return read_package(bundle, Limits())
 
 
 def _validate_and_judge(
@@ -231,8 +227,7 @@ async def _store_and_announce(
     # request less): the key is the content's digest, so a put of one that exists writes the
     # same bytes again.
     if upload.sha256 not in ctx.models.stored_packages:
-        source = io.BytesIO(package) if isinstance(package, bytes) else package
-        await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, source)
+        await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, package)
     sid = new_submission_id()
     command = Submit(
         meta=EventMeta.now(submitter.id),

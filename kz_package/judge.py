@@ -6,12 +6,12 @@ changes any of them is refused unless its submitter is a maintainer (the API dec
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 from kz_package.archive import PACKAGE_DIR
 from kz_package.limits import Limits
+from kz_package.memo import by_content
 from kz_package.memread import PackageFiles
 from kz_package.yaml_safe import load_yaml
 
@@ -34,18 +34,15 @@ def _metric(root: Path | PackageFiles) -> Any:
     data = _file_bytes(root, "desc.yaml")
     if data is None:
         return None
-    return _metric_of(data) if len(data) <= _CACHED_DESC_BYTES else _parse_metric(data)
-
-
-def _parse_metric(data: bytes) -> Any:
-    desc = load_yaml(data, path=f"{PACKAGE_DIR}/desc.yaml", limits=Limits())
-    return desc.get("metric") if isinstance(desc, dict) else None
+    return _metric_of(data)
 
 
 # Every submission of a kernel is compared with the same judge, and most carry the same
 # desc.yaml: the metric of the same bytes is kept (it is only compared, never changed).
-_CACHED_DESC_BYTES = 64 * 1024
-_metric_of = functools.lru_cache(maxsize=256)(_parse_metric)
+@by_content(64 * 1024)
+def _metric_of(data: bytes) -> Any:
+    desc = load_yaml(data, path=f"{PACKAGE_DIR}/desc.yaml", limits=Limits())
+    return desc.get("metric") if isinstance(desc, dict) else None
 
 
 def judge_changes(current: Path | PackageFiles, submitted: Path | PackageFiles) -> list[str]:

@@ -9,7 +9,6 @@ thing wrong.
 from __future__ import annotations
 
 import ast
-import functools
 import math
 import os
 import stat
@@ -35,6 +34,7 @@ from kz_package.errors import (
     Problem,
 )
 from kz_package.limits import Limits
+from kz_package.memo import by_content
 from kz_package.memread import PackageFiles
 from kz_package.model import PACKAGE_FILES, Desc, Package
 from kz_package.yaml_safe import load_yaml
@@ -174,40 +174,32 @@ def _load_mapping(tree: _Tree, rel: str, schema: str, limits: Limits) -> tuple[A
     data, found = _read(tree, rel, limits.max_yaml_bytes)
     if data is None:
         return None, found
-    if len(data) > _CACHED_FILE_BYTES:
-        return _check_mapping(data, rel, schema, limits)
-    value, cached = _check_mapping_cached(data, rel, schema, limits)
-    return _plain_copy(value), list(cached)
-
-
-def _check_mapping(data: bytes, rel: str, schema: str, limits: Limits) -> tuple[Any, Found]:
-    """The YAML mapping in `data` and the problems of it against `schema`: a pure function of
-    its arguments, so its answer may be kept."""
-    try:
-        value = load_yaml(data, path=rel, limits=limits)
-    except PackageError as exc:
-        return None, [(exc.code, p) for p in exc.problems]
-    if not isinstance(value, dict):
-        kind = "empty" if value is None else type(value).__name__
-        return None, [(INVALID_PACKAGE, Problem(rel, "", f"must be a YAML mapping, got {kind}"))]
-    problems = schemas.validate(schema, value, path=rel)
-    if problems:
-        return None, [(_schema_code(p), p) for p in problems]
-    return value, []
+    value, problems = _check_mapping(data, rel, schema, limits)
+    return _plain_copy(value), list(problems)
 
 
 # A kernel's desc.yaml and bench_result.yaml rarely change between its submissions, and
 # parsing and schema-checking them is most of a small package's validation: the outcome for
-# the same bytes is kept (files up to this size) and each caller gets its own copy of the data.
+# the same bytes is kept, and each caller gets its own copy of the data.
 _CACHED_FILE_BYTES = 64 * 1024
 
 
-@functools.lru_cache(maxsize=256)
-def _check_mapping_cached(
+@by_content(_CACHED_FILE_BYTES)
+def _check_mapping(
     data: bytes, rel: str, schema: str, limits: Limits
 ) -> tuple[Any, tuple[tuple[str, Problem], ...]]:
-    value, found = _check_mapping(data, rel, schema, limits)
-    return value, tuple(found)
+    """The YAML mapping in `data` and the problems of it against `schema`."""
+    try:
+        value = load_yaml(data, path=rel, limits=limits)
+    except PackageError as exc:
+        return None, tuple((exc.code, p) for p in exc.problems)
+    if not isinstance(value, dict):
+        kind = "empty" if value is None else type(value).__name__
+        return None, ((INVALID_PACKAGE, Problem(rel, "", f"must be a YAML mapping, got {kind}")),)
+    problems = schemas.validate(schema, value, path=rel)
+    if problems:
+        return None, tuple((_schema_code(p), p) for p in problems)
+    return value, ()
 
 
 def _plain_copy(value: Any) -> Any:
@@ -271,33 +263,26 @@ def _script_problems(tree: _Tree, limits: Limits) -> Found:
         found += read_found
         if data is None:
             continue
-        if len(data) > _CACHED_FILE_BYTES:
-            found += _python_problems(data, rel)
-        else:
-            found += _python_problems_cached(data, rel)
+        found += _python_problems(data, rel)
     return found
 
 
-def _python_problems(data: bytes, rel: str) -> Found:
+# A non-maintainer's submission carries main's judge scripts unchanged (the API refuses any
+# other), so every submission of a kernel parses the same two scripts: the answer is kept.
+@by_content(_CACHED_FILE_BYTES)
+def _python_problems(data: bytes, rel: str) -> tuple[tuple[str, Problem], ...]:
     """Why `data` is not a Python script (empty when it parses)."""
     try:
         parse_python(data.decode("utf-8"), rel)
     except UnicodeDecodeError as exc:
         msg = f"must be UTF-8 text, got a bad byte at offset {exc.start}"
-        return [(INVALID_PACKAGE, Problem(rel, "", msg))]
+        return ((INVALID_PACKAGE, Problem(rel, "", msg)),)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 0
         reason = getattr(exc, "msg", str(exc))
         msg = f"line {line}: not valid Python: {reason}"
-        return [(INVALID_PACKAGE, Problem(rel, "", msg))]
-    return []
-
-
-# A non-maintainer's submission carries main's judge scripts unchanged (the API refuses any
-# other), so every submission of a kernel parses the same two scripts: the answer is kept.
-@functools.lru_cache(maxsize=256)
-def _python_problems_cached(data: bytes, rel: str) -> tuple[tuple[str, Problem], ...]:
-    return tuple(_python_problems(data, rel))
+        return ((INVALID_PACKAGE, Problem(rel, "", msg)),)
+    return ()
 
 
 def _validate_tree(

@@ -85,7 +85,7 @@ async def _import_one(
     digest = pack_directory(package_dir, buffer)
     if await _already(elog, kernel_id, digest):
         return Imported(kernel_id, digest, None)
-    await elog.put_object(PACKAGES_BUCKET, digest, io.BytesIO(buffer.getvalue()))
+    await elog.put_object(PACKAGES_BUCKET, digest, buffer.getvalue())
     event = KernelImported(
         event_id=str(uuid.uuid5(IMPORT_NS, f"{kernel_id}@{digest}")),
         occurred_at=clock(),

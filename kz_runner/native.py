@@ -7,7 +7,6 @@ Claims and results go through the lifecycle rules with the per-aggregate concurr
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import uuid
 from collections.abc import Callable
@@ -208,7 +207,7 @@ class NativeTransport:
         assert self.info is not None
         info = self.info
         log_key = f"{lease.submission_id}-{lease.attempt}"
-        await self.log.put_object(LOGS_BUCKET, log_key, io.BytesIO(report.log))
+        await self.log.put_object(LOGS_BUCKET, log_key, report.log)
         try:
             await self._append(
                 lease.arch,

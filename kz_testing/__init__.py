@@ -1,11 +1,13 @@
 """kz_testing: support code for kernel zoo's tests and benchmarks, not used by the platform itself.
 
 `KzProcess` runs a `kz` command as its own process group with a health wait and a stop that
-leaves nothing behind; `package_files` and friends build small valid kernel packages.
+leaves nothing behind; `package_files` and friends build small valid kernel packages;
+`kz_testing.load` drives a local stack with prepared requests and reads its processes' CPU.
 """
 
 from __future__ import annotations
 
+from kz_testing.load import RawClient, process_cpu_s, stack_env, submission_request
 from kz_testing.packages import (
     TRIVIAL_BENCHMARK,
     TRIVIAL_BUILD,
@@ -30,10 +32,14 @@ __all__ = [
     "TRIVIAL_BUILD",
     "KzProcess",
     "ProcessError",
+    "RawClient",
     "kz_argv",
     "package_files",
     "package_tarball",
+    "process_cpu_s",
+    "stack_env",
     "stop_all",
+    "submission_request",
     "wait_healthy",
     "write_package",
 ]

@@ -133,7 +133,7 @@ async def import_kernel(api: Api, kernel_id: str = KERNEL) -> int:
     """Store a package for `kernel_id` and announce it as imported."""
     data = tarball(kernel_id=kernel_id)
     digest = hashlib.sha256(data).hexdigest()
-    await api.log.put_object(PACKAGES_BUCKET, digest, io.BytesIO(data))
+    await api.log.put_object(PACKAGES_BUCKET, digest, data)
     return await seed(
         api,
         KernelImported(

@@ -13,8 +13,10 @@ from api_helpers import SECRET
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-# Loaded up front, not lazily inside the loader deep in a test: compiling a module there can hit
-# the CPython 3.11.7 AST recursion-depth bug in pytest's assertion rewriter (see tests/conftest).
+# Loaded up front, not lazily deep inside the test (the loader, and `as_strategy`): compiling a
+# module there can hit the CPython 3.11.7 AST recursion-depth bug in pytest's assertion
+# rewriter (see tests/conftest).
+from schemathesis.python._constants import orchestrator as _orchestrator  # noqa: F401
 from schemathesis.specs.openapi import schemas as _schemas  # noqa: F401
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,

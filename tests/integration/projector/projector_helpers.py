@@ -49,7 +49,7 @@ def write_package(root: Path, kernel_id: str, *, variant: str = "v1",
 async def store_package(elog: EventLog, root: Path) -> str:
     buffer = io.BytesIO()
     digest = pack_directory(root, buffer)
-    await elog.put_object(PACKAGES_BUCKET, digest, io.BytesIO(buffer.getvalue()))
+    await elog.put_object(PACKAGES_BUCKET, digest, buffer.getvalue())
     return digest
 
 
