@@ -42,21 +42,24 @@ from kz_events.server import EmbeddedServer, free_port
 from kz_testing import (
     KzProcess,
     RawClient,
+    filesystem_of,
     kz_argv,
     package_files,
     package_tarball,
     process_cpu_s,
+    scratch_base,
     stack_env,
     stop_all,
     submission_request,
     wait_healthy,
 )
 
-__all__ = ["Figures", "Stack", "main", "package_bytes"]
+__all__ = ["Figures", "Stack", "kept_pace", "main", "package_bytes"]
 
 P50_TARGET_MS = 250.0
 P99_TARGET_MS = 1000.0
 RATE_TARGET = 50.0
+PACE_DRAIN_S = 2.0  # at an offered rate, "kept pace": all done within this long after the window
 TERMINAL = {"committed", "rejected", "failed", "cancelled"}
 KERNELS = [f"cpu/Bench/e2e/fp32/k{i}" for i in range(4)]
 
@@ -75,7 +78,13 @@ class Figures:
     submitted: int
     http_accepted_per_s: float
     committed_per_s: float
+    steady_committed_per_s: float
+    backlog_at_end: int
     drain_s: float
+    backlog_steps: dict[str, int] = field(default_factory=dict)
+    offered_per_s: float | None = None
+    pace_drain_s: float = PACE_DRAIN_S
+    workdir_fs: str = ""
     not_committed: dict[str, int] = field(default_factory=dict)
     cpu_ms_per_submission: dict[str, float] = field(default_factory=dict)
 
@@ -88,8 +97,8 @@ def package_bytes(kid: str, salt: str) -> bytes:
 class Stack:
     """The processes of one stack, started in order, stopped in reverse."""
 
-    def __init__(self, tmp: Path, runners: int) -> None:
-        self.tmp, self.runners = tmp, runners
+    def __init__(self, tmp: Path, runners: int, workdirs: Path) -> None:
+        self.tmp, self.runners, self.workdirs = tmp, runners, workdirs
         self.nats = EmbeddedServer(tmp / "nats", sync_always=True)
         self.port = free_port()
         self.procs: list[KzProcess] = []
@@ -123,7 +132,7 @@ class Stack:
                 f"runner{i}",
                 ["runner", "--arch", "cpu", "--backend", "stub"],
                 KZ_RUNNER_ID=f"bench-stub-{i}",
-                KZ_RUNNER_WORKDIR=str(self.tmp / f"work{i}"),
+                KZ_RUNNER_WORKDIR=str(self.workdirs / f"work{i}"),
             )
         wait_healthy(self.base, 60.0, self.procs)
 
@@ -152,8 +161,8 @@ class Stack:
 
 
 @contextmanager
-def running_stack(tmp: Path, runners: int) -> Iterator[Stack]:
-    stack = Stack(tmp, runners)
+def running_stack(tmp: Path, runners: int, workdirs: Path) -> Iterator[Stack]:
+    stack = Stack(tmp, runners, workdirs)
     try:
         stack.start()
         yield stack
@@ -267,6 +276,8 @@ class Load:
     committed_at: dict[str, float] = field(default_factory=dict)
     final: dict[str, str] = field(default_factory=dict)
     window_over: bool = False
+    backlog_at_end: int = 0  # answered 202 but not yet at an end when the window closed
+    closed_at: float = 0.0  # wall-clock time the window closed
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
     def check_done(self) -> None:
@@ -303,9 +314,15 @@ async def log_end(url: str) -> int:
 
 
 async def load_phase(
-    stack: Stack, bodies: list[tuple[str, bytes]], submitters: int, duration: float
+    stack: Stack,
+    bodies: list[tuple[str, bytes]],
+    submitters: int,
+    duration: float,
+    rate: float | None = None,
 ) -> tuple[Load, float, float, float]:
-    """Submit from `submitters` clients for `duration` s while following the log for ends."""
+    """Submit from `submitters` clients for `duration` s while following the log for ends:
+    as fast as they are answered, or with `rate` at that many submissions a second in all
+    (open loop: the i-th goes out at i/rate s, late ones at once)."""
     load = Load()
     host = f"127.0.0.1:{stack.port}"
     queue = [
@@ -315,8 +332,16 @@ async def load_phase(
     follower = asyncio.create_task(follow(stack.nats.url, await log_end(stack.nats.url) + 1, load))
     clients = [await RawClient.open(stack.port) for _ in range(submitters)]
 
+    sent = 0
+
     async def submitter(client: RawClient) -> None:
+        nonlocal sent
         while queue and time.perf_counter() < deadline:
+            if rate is not None:
+                slot, sent = began + sent / rate, sent + 1
+                await asyncio.sleep(slot - time.perf_counter())
+                if slot >= deadline:
+                    break
             status, body = await client.send(queue.pop())
             if status != 202:
                 raise SystemExit(f"submission refused: {status} {body[:500]!r}")
@@ -330,6 +355,8 @@ async def load_phase(
         for client in clients:
             await client.close()
     window_end = time.perf_counter()
+    load.backlog_at_end = len(load.ids) - len(load.final)
+    load.closed_at = time.time()
     load.window_over = True
     load.check_done()
     try:
@@ -339,6 +366,33 @@ async def load_phase(
         with contextlib.suppress(asyncio.CancelledError):
             await follower
     return load, began, window_end - began, time.perf_counter() - window_end
+
+
+def steady_rate(ends: dict[str, float], began: float, window: float) -> float:
+    """Commits per second over the window's steady part: its first quarter (at most 5 s,
+    while the pipeline fills) left out, and the drain after it too."""
+    ramp = min(5.0, window / 4)
+    inside = sum(1 for at in ends.values() if began + ramp <= at <= began + window)
+    return inside / (window - ramp)
+
+
+async def backlog_by_step(url: str, ids: set[str], at: float) -> dict[str, int]:
+    """Where the submissions not yet ended at wall time `at` were: their last event by then."""
+    last: dict[str, str] = {}
+    elog = await EventLog.connect(url, name="bench-e2e-backlog")
+    try:
+        async for _seq, event in elog.replay():
+            sid = getattr(event, "submission_id", None)
+            occurred = getattr(event, "occurred_at", None)
+            if sid in ids and occurred is not None and occurred.timestamp() <= at:
+                last[sid] = type(event).__name__.removeprefix("Submission").lower()
+    finally:
+        await elog.close()
+    waiting: dict[str, int] = {}
+    for step in last.values():
+        if step not in TERMINAL:
+            waiting[f"after {step}"] = waiting.get(f"after {step}", 0) + 1
+    return waiting
 
 
 def client_cpu_s() -> float:
@@ -389,20 +443,38 @@ def measure(args: argparse.Namespace, tmp: Path) -> Figures:
         for i in range(total)
     ]
     warm, timed = len(KERNELS), len(KERNELS) + args.latency
-    with running_stack(tmp / "stack", args.runners) as stack:
-        print(f"stack up at {stack.base}: nats, api, projector, {args.runners} stub runners")
-        asyncio.run(latency_phase(stack.base, bodies[:warm]))  # the kernels' first commits
-        lat, started, ended = asyncio.run(latency_phase(stack.base, bodies[warm:timed]))
-        stages = asyncio.run(stage_times(stack.nats.url, started, ended))
-        bare = asyncio.run(bare_latency(stack.base, 200))
-        profilers = start_profiles(stack, args.profile, args.duration)
-        cpu_before = {**stack.cpu_seconds(), "bench client": client_cpu_s()}
-        load, _began, window, drain = asyncio.run(
-            load_phase(stack, bodies[timed:], args.submitters, args.duration)
-        )
-        cpu_after = {**stack.cpu_seconds(), "bench client": client_cpu_s()}
-        for proc in profilers:
-            proc.wait(60)
+    workdirs = Path(tempfile.mkdtemp(prefix="kz-e2e-work-", dir=args.workdir or scratch_base(tmp)))
+    try:
+        with running_stack(tmp / "stack", args.runners, workdirs) as stack:
+            print(
+                f"stack up at {stack.base}: nats, api, projector, {args.runners} stub runners "
+                f"(task folders in {workdirs}, {filesystem_of(workdirs)})"
+            )
+            return _measure(args, stack, bodies, warm, timed)
+    finally:
+        shutil.rmtree(workdirs, ignore_errors=True)
+
+
+def _measure(
+    args: argparse.Namespace,
+    stack: Stack,
+    bodies: list[tuple[str, bytes]],
+    warm: int,
+    timed: int,
+) -> Figures:
+    asyncio.run(latency_phase(stack.base, bodies[:warm]))  # the kernels' first commits
+    lat, started, ended = asyncio.run(latency_phase(stack.base, bodies[warm:timed]))
+    stages = asyncio.run(stage_times(stack.nats.url, started, ended))
+    bare = asyncio.run(bare_latency(stack.base, 200))
+    profilers = start_profiles(stack, args.profile, args.duration)
+    cpu_before = {**stack.cpu_seconds(), "bench client": client_cpu_s()}
+    load, began, window, drain = asyncio.run(
+        load_phase(stack, bodies[timed:], args.submitters, args.duration, args.rate)
+    )
+    cpu_after = {**stack.cpu_seconds(), "bench client": client_cpu_s()}
+    for proc in profilers:
+        proc.wait(60)
+    backlog = asyncio.run(backlog_by_step(stack.nats.url, set(load.ids), load.closed_at))
     done = max(1, len(load.final))
     cpu_ms = {
         name: round((cpu_after[name] - cpu_before[name]) / done * 1000, 1) for name in cpu_after
@@ -424,10 +496,21 @@ def measure(args: argparse.Namespace, tmp: Path) -> Figures:
         submitted=len(load.ids),
         http_accepted_per_s=round(len(load.ids) / window, 1),
         committed_per_s=round(len(load.committed_at) / (window + drain), 1),
+        steady_committed_per_s=round(steady_rate(load.committed_at, began, window), 1),
+        backlog_at_end=load.backlog_at_end,
+        backlog_steps=backlog,
         drain_s=round(drain, 2),
+        offered_per_s=args.rate,
+        workdir_fs=filesystem_of(stack.workdirs),
         not_committed=not_committed,
         cpu_ms_per_submission=cpu_ms,
     )
+
+
+def kept_pace(fig: Figures) -> bool:
+    """At an offered rate: whether the pipeline kept up, its backlog never growing past what
+    `PACE_DRAIN_S` seconds after the window finish."""
+    return fig.offered_per_s is not None and fig.drain_s <= fig.pace_drain_s
 
 
 def report(fig: Figures) -> str:
@@ -436,7 +519,8 @@ def report(fig: Figures) -> str:
 
     return "\n".join(
         [
-            f"end to end (nats + api + projector + {fig.runners} stub runners, as processes)",
+            f"end to end (nats + api + projector + {fig.runners} stub runners, as processes; "
+            f"task folders on {fig.workdir_fs})",
             f"latency submit -> committed, {fig.latency_n} sequential submissions:",
             f"  p50 {fig.p50_ms:8.1f} ms   target < {P50_TARGET_MS:.0f} ms: "
             f"{verdict(fig.p50_ms < P50_TARGET_MS)}",
@@ -446,11 +530,31 @@ def report(fig: Figures) -> str:
             f"ratio e2e/bare {fig.p50_ms / fig.bare_p50_ms:.0f}x",
             "  median per step: "
             + ", ".join(f"{name} {ms:.1f}" for name, ms in fig.stages_ms.items()),
-            f"sustained, {fig.submitters} submitters for {fig.duration_s} s:",
+            f"sustained, {fig.submitters} submitters for {fig.duration_s} s, "
+            + (
+                "as fast as answered:"
+                if fig.offered_per_s is None
+                else f"offering {fig.offered_per_s:g}/s:"
+            ),
             f"  submitted (202)   {fig.http_accepted_per_s:8.1f} /s  ({fig.submitted})",
             f"  committed         {fig.committed_per_s:8.1f} /s  (window and drain; all done "
-            f"{fig.drain_s} s after the window; target >= {RATE_TARGET:.0f}/s: "
-            f"{verdict(fig.committed_per_s >= RATE_TARGET)})",
+            f"{fig.drain_s} s after the window"
+            + (
+                f"; target >= {RATE_TARGET:.0f}/s: {verdict(fig.committed_per_s >= RATE_TARGET)})"
+                if fig.offered_per_s is None
+                else ")"
+            ),
+            *(
+                []
+                if fig.offered_per_s is None
+                else [
+                    f"  kept pace with {fig.offered_per_s:g}/s offered (all done within "
+                    f"{PACE_DRAIN_S:g} s of the window): {verdict(kept_pace(fig))}"
+                ]
+            ),
+            f"  committed, steady {fig.steady_committed_per_s:8.1f} /s  (the window without its "
+            f"ramp-up); not yet done when it closed: {fig.backlog_at_end} "
+            f"({', '.join(f'{n} {step}' for step, n in fig.backlog_steps.items()) or '-'})",
             f"  not committed: {fig.not_committed or 'none'}",
             "  CPU ms per submission: "
             + ", ".join(f"{name} {ms:.1f}" for name, ms in fig.cpu_ms_per_submission.items()),
@@ -465,6 +569,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submitters", type=int, default=8)
     parser.add_argument("--runners", type=int, default=4)
     parser.add_argument("--max-rate", type=float, default=120.0, help="packages built per s")
+    parser.add_argument(
+        "--rate", type=float, help="offer this many submissions a second (default: saturate)"
+    )
+    parser.add_argument(
+        "--workdir", type=Path, help="runners' task folders here (default: /dev/shm if tmpfs)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here as JSON")
     parser.add_argument("--profile", type=Path, help="py-spy samples of the load phase here")
     args = parser.parse_args(argv)

@@ -248,6 +248,22 @@ def parse_e2e(_out: str, json_path: Path) -> list[Row]:
     ]
 
 
+def parse_e2e_paced(_out: str, json_path: Path) -> list[Row]:
+    fig = json.loads(json_path.read_text())
+    offered = fig["offered_per_s"]
+    return [
+        Row(
+            f"offered {offered:g}/s for {fig['duration_s']:.0f} s: committed/s in steady state; "
+            "all done after the window (s)",
+            f"{fig['steady_committed_per_s']:.1f}; {fig['drain_s']:.1f}",
+            f"202 answers {fig['http_accepted_per_s']:.1f}/s",
+            "",
+            f"keeps pace: done <= {fig['pace_drain_s']:g} s after",
+            fig["drain_s"] <= fig["pace_drain_s"],
+        ),
+    ]
+
+
 def parse_webui(_out: str, json_path: Path) -> list[Row]:
     fig = json.loads(json_path.read_text())
     return [
@@ -293,6 +309,14 @@ BENCHES = [
         ["--latency", "100", "--duration", "20"],
         ["--latency", "30", "--duration", "8", "--max-rate", "100"],
         parse_e2e,
+        json_out=True,
+    ),
+    Bench(
+        "end to end, paced",
+        "e2e.py",
+        ["--latency", "3", "--duration", "30", "--rate", "50"],
+        ["--latency", "3", "--duration", "8", "--rate", "50", "--max-rate", "60"],
+        parse_e2e_paced,
         json_out=True,
     ),
     Bench("web UI", "webui.py", [], ["--runs", "3"], parse_webui, json_out=True),

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import uuid
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +22,7 @@ from dulwich.repo import BaseRepo
 from kz_events.config import Settings
 from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.eventlog import EventLog, Stored
-from kz_events.events import Event, EventMeta, UnknownEvent
+from kz_events.events import Event, EventMeta, SubmissionAccepted, UnknownEvent
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decide, evolve, fold
@@ -41,6 +43,8 @@ __all__ = ["COMMITTED_NS", "GitProjector", "committed_event_id", "utcnow"]
 log = logging.getLogger(__name__)
 
 COMMITTED_NS = uuid.UUID("6f1c3a52-6c1e-4a57-9d0e-4b2a7f0c9e11")
+READ_AHEAD = 32  # events ahead of the fold whose packages are read meanwhile
+BUFFERED = 10_000  # events the follow may hold ahead of the fold
 
 
 def utcnow() -> datetime:
@@ -174,27 +178,42 @@ class GitProjector:
                 self.close()
 
     async def _follow(self) -> None:
-        queue: asyncio.Queue[Stored] = asyncio.Queue(maxsize=10_000)
+        """Fold events as they come; the next `READ_AHEAD` waiting in the buffer have their
+        packages read meanwhile, and the buffer is flushed whenever it runs dry."""
+        buffer: deque[Stored] = deque()
+        arrived, room = asyncio.Event(), asyncio.Event()
+        room.set()
+        scanned = 0  # how many at the front of the buffer were offered to read ahead
 
         async def pump() -> None:
             async for item in self.follow.subscribe(from_seq=self.position + 1):
-                await queue.put(item)
+                buffer.append(item)
+                arrived.set()
+                if len(buffer) >= BUFFERED:
+                    room.clear()
+                    await room.wait()
 
         task = asyncio.create_task(pump())
         try:
             while True:
-                if queue.empty():
+                if not buffer:
                     await self.flush()
-                if not queue.empty():
-                    await self.handle(*queue.get_nowait())  # no task per event under load
+                if not buffer:
+                    arrived.clear()
+                    waiting = asyncio.ensure_future(arrived.wait())
+                    await asyncio.wait([waiting, task], return_when=asyncio.FIRST_COMPLETED)
+                    if not waiting.done():
+                        waiting.cancel()
+                        task.result()  # the subscription ended: raise what ended it
+                        return
                     continue
-                get = asyncio.ensure_future(queue.get())
-                await asyncio.wait([get, task], return_when=asyncio.FIRST_COMPLETED)
-                if not get.done():
-                    get.cancel()
-                    task.result()  # the subscription ended: raise what ended it
-                    return
-                await self.handle(*get.result())
+                for seq_event in itertools.islice(buffer, scanned, READ_AHEAD):
+                    if isinstance(seq_event[1], SubmissionAccepted):
+                        self.packages.read_ahead(seq_event[1].package_digest)
+                scanned = max(scanned, min(len(buffer), READ_AHEAD)) - 1
+                item = buffer.popleft()
+                room.set()
+                await self.handle(*item)
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

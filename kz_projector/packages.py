@@ -6,6 +6,7 @@ immutable per digest, so a small cache in front is always right.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import tempfile
@@ -57,6 +58,9 @@ _SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 
 class PackageSource(Protocol):
     async def files(self, digest: str) -> FileMap: ...
+
+    def read_ahead(self, digest: str) -> None:
+        """A hint that `files(digest)` comes soon: a source may start reading it now."""
 
 
 def files_from_dir(root: Path) -> dict[str, tuple[int, bytes]]:
@@ -121,25 +125,43 @@ class _Cache:
 
 
 class ObjectStorePackages:
-    """Packages from `KZ_PACKAGES`, unpacked with the same safety checks as uploads."""
+    """Packages from `KZ_PACKAGES`, unpacked with the same safety checks as uploads.
+
+    `read_ahead` starts fetching a package's bytes so that the requests of the packages a fold
+    will need soon overlap instead of following one another. At most `READ_AHEAD` are kept;
+    past that the oldest is dropped (a fold that skipped it will not ask for it).
+    """
+
+    READ_AHEAD = 64
 
     def __init__(self, elog: EventLog) -> None:
         self.elog = elog
         self.cache = _Cache()
+        self.reading: dict[str, asyncio.Task[bytes]] = {}
+
+    def read_ahead(self, digest: str) -> None:
+        if digest in self.reading or self.cache.get(digest) is not None:
+            return
+        if len(self.reading) >= self.READ_AHEAD:
+            self.reading.pop(next(iter(self.reading))).cancel()
+        self.reading[digest] = asyncio.create_task(self._bytes(digest))
 
     async def files(self, digest: str) -> FileMap:
         cached = self.cache.get(digest)
         if cached is not None:
             return cached
+        reading = self.reading.pop(digest, None)
+        files = files_from_tarball(await (reading or self._bytes(digest)))
+        self.cache.put(digest, files)
+        return files
+
+    async def _bytes(self, digest: str) -> bytes:
         try:
-            data = await self.elog.get_object_bytes(PACKAGES_BUCKET, digest)
+            return await self.elog.get_object_bytes(PACKAGES_BUCKET, digest)
         except ObjectNotFound as exc:
             raise PackageUnavailable(
                 f"package {digest} is not in {PACKAGES_BUCKET}; expected the tarball there"
             ) from exc
-        files = files_from_tarball(data)
-        self.cache.put(digest, files)
-        return files
 
 
 class GitPackages:
@@ -158,6 +180,9 @@ class GitPackages:
             if "Kz-Package" in trailers and "Kz-Kernel" in trailers:
                 where[trailers["Kz-Package"]] = (entry.commit.id, trailers["Kz-Kernel"])
         return where
+
+    def read_ahead(self, digest: str) -> None:
+        """Reading from the repo is local: nothing to start early."""
 
     async def files(self, digest: str) -> FileMap:
         if self.where is None:

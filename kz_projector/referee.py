@@ -10,6 +10,7 @@ so the referee is idempotent.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -37,6 +38,8 @@ from kz_projector.packages import PackageSource, desc_of, files_from_tarball
 __all__ = ["Referee", "metric_spec"]
 
 log = logging.getLogger(__name__)
+
+IN_FLIGHT = 32  # judgements awaiting their requests at once
 
 
 def metric_spec(desc: dict[str, object]) -> MetricSpec | None:
@@ -109,11 +112,24 @@ class Referee:
         return self.position
 
     async def run(self) -> None:
+        """Judge every result as it arrives, up to `IN_FLIGHT` at once: each judgement waits
+        on requests (the judge bundle, the append), and one at a time would make the round
+        trip, not the work, set the pace."""
         await self.catch_up()
-        async for seq, event in self.follow.subscribe(from_seq=self.position + 1):
-            self.track(seq, event)
-            if isinstance(event, SubmissionResult):
-                await self.judge(event.submission_id)
+        slots = asyncio.Semaphore(IN_FLIGHT)
+
+        async def judging(submission_id: str) -> None:
+            try:
+                await self.judge(submission_id)
+            finally:
+                slots.release()
+
+        async with asyncio.TaskGroup() as group:
+            async for seq, event in self.follow.subscribe(from_seq=self.position + 1):
+                self.track(seq, event)
+                if isinstance(event, SubmissionResult):
+                    await slots.acquire()
+                    group.create_task(judging(event.submission_id))
 
     async def judge(self, submission_id: str) -> None:
         state = self.subs.get(submission_id)

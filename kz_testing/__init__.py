@@ -7,7 +7,14 @@ leaves nothing behind; `package_files` and friends build small valid kernel pack
 
 from __future__ import annotations
 
-from kz_testing.load import RawClient, process_cpu_s, stack_env, submission_request
+from kz_testing.load import (
+    RawClient,
+    filesystem_of,
+    process_cpu_s,
+    scratch_base,
+    stack_env,
+    submission_request,
+)
 from kz_testing.packages import (
     TRIVIAL_BENCHMARK,
     TRIVIAL_BUILD,
@@ -33,10 +40,12 @@ __all__ = [
     "KzProcess",
     "ProcessError",
     "RawClient",
+    "filesystem_of",
     "kz_argv",
     "package_files",
     "package_tarball",
     "process_cpu_s",
+    "scratch_base",
     "stack_env",
     "stop_all",
     "submission_request",

@@ -13,7 +13,14 @@ import hashlib
 import os
 from pathlib import Path
 
-__all__ = ["RawClient", "process_cpu_s", "stack_env", "submission_request"]
+__all__ = [
+    "RawClient",
+    "filesystem_of",
+    "process_cpu_s",
+    "scratch_base",
+    "stack_env",
+    "submission_request",
+]
 
 
 def stack_env(tmp: Path, nats_url: str, port: int, **extra: str) -> dict[str, str]:
@@ -82,3 +89,25 @@ def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds process `pid` has spent so far, all threads (from /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def filesystem_of(path: Path) -> str:
+    """The type of the filesystem `path` lives on ("ext4", "tmpfs", ...), from the mount
+    table: the mount point that is the longest prefix of its resolved path."""
+    resolved = path.resolve()
+    best, kind = "", "unknown"
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        _dev, point, fstype, *_ = line.split()
+        point = point.replace("\\040", " ")
+        if resolved.is_relative_to(point) and len(point) > len(best):
+            best, kind = point, fstype
+    return kind
+
+
+def scratch_base(fallback: Path) -> Path:
+    """Where runners' task folders go in a local stack: `/dev/shm` when it is a writable tmpfs
+    (as deployments mount one, see docs/deploy.md), else `fallback`."""
+    shm = Path("/dev/shm")  # noqa: S108 - a tmpfs chosen on purpose, per-stack folders below
+    if shm.is_dir() and os.access(shm, os.W_OK) and filesystem_of(shm) == "tmpfs":
+        return shm
+    return fallback

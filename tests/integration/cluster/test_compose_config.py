@@ -74,6 +74,8 @@ def test_compose_file_is_accepted_and_has_the_cluster(resolved: dict[str, Any]) 
     for svc in runners.values():
         [device] = svc["deploy"]["resources"]["reservations"]["devices"]
         assert device["driver"] == "nvidia" and "gpu" in device["capabilities"]
+        workdir = svc["environment"]["KZ_RUNNER_WORKDIR"]
+        assert any(mount.split(":")[0] == workdir for mount in svc["tmpfs"])  # scratch in RAM
     for i in (1, 2, 3):
         node = services[f"nats-{i}"]
         assert re.fullmatch(r"nats:2\.(1[1-9]|[2-9]\d)(\.\d+)?(-alpine)?", node["image"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import subprocess
 from pathlib import Path
 
@@ -11,9 +13,11 @@ from projector_helpers import Clock, store_package, submit_and_run, write_packag
 
 from kz_events.config import Settings
 from kz_events.eventlog import EventLog
-from kz_events.events import SubmissionCommitted
+from kz_events.events import SubmissionAccepted, SubmissionCommitted, SubmissionRejected
 from kz_projector.archive import ARCHIVE_REF
 from kz_projector.audit import run_audit
+from kz_projector.errors import PackageUnavailable
+from kz_projector.packages import ObjectStorePackages
 from kz_projector.repo_read import KernelRepo
 from kz_projector.service import Projectors
 
@@ -99,3 +103,74 @@ async def test_audit_finds_a_lost_archive_segment(
     assert writer.move(head, commit, ARCHIVE_REF)
     report = await run_audit(settings, clock=clock, elog=event_log)
     assert not report.ok and any("missing" in p for p in report.problems)
+
+
+async def test_running_projectors_judge_and_commit_a_burst_once_each_in_log_order(
+    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path
+) -> None:
+    """Results that arrive together while the service follows the log are judged side by
+    side and their packages read ahead of the fold: each is committed once, in the order of
+    its `accepted` event, and rejected ones never reach git."""
+    digests = [
+        await store_package(event_log, write_package(tmp_path / f"p{i}", KID, variant=f"v{i}"))
+        for i in range(6)
+    ]
+    projectors = Projectors(event_log, settings, clock=clock)
+    running = asyncio.create_task(projectors.run())
+    try:
+        sids = await asyncio.gather(
+            *(
+                submit_and_run(event_log, clock, KID, digests[i % 6], 10.0 - i % 7,
+                               accepted=i % 5 != 4)
+                for i in range(40)
+            )
+        )
+        for _ in range(200):
+            done = await event_log.load("kz.ev.submission.*.*.committed")
+            if len(done) == 32:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        projectors.close()
+    accepted = [e.submission_id for _, e in await event_log.load("kz.ev.submission.*.*.accepted")
+                if isinstance(e, SubmissionAccepted)]
+    rejected = {e.submission_id for _, e in await event_log.load("kz.ev.submission.*.*.rejected")
+                if isinstance(e, SubmissionRejected)}
+    assert len(accepted) == 32 and len(set(accepted)) == 32 and len(rejected) == 8
+    assert set(accepted) | rejected == set(sids)
+    repo = settings.kernel_repo_path
+    sources = git(repo, "log", "--reverse", "--format=%(trailers:key=Kz-Submission,valueonly)",
+                  "--grep=Kz-Commit: source", "main").split()
+    assert sources == accepted  # each once, in log order
+    committed = [e for _, e in await event_log.load("kz.ev.submission.*.*.committed")]
+    assert len(committed) == 32
+    git(repo, "fsck", "--strict")
+
+
+async def test_packages_read_ahead_are_the_packages_and_stay_bounded(
+    event_log: EventLog, tmp_path: Path
+) -> None:
+    """A package read ahead is what a plain read gives; past the bound the oldest read is
+    dropped, and asking for it later reads it again."""
+    digests = [
+        await store_package(event_log, write_package(tmp_path / f"p{i}", KID, variant=f"v{i}"))
+        for i in range(4)
+    ]
+    plain = [await ObjectStorePackages(event_log).files(d) for d in digests]
+    packages = ObjectStorePackages(event_log)
+    packages.READ_AHEAD = 3
+    for digest in digests:
+        packages.read_ahead(digest)
+        packages.read_ahead(digest)  # asked twice, read once
+    assert list(packages.reading) == digests[1:]
+    assert [await packages.files(d) for d in reversed(digests)] == plain[::-1]
+    assert packages.reading == {}
+    packages.read_ahead(digests[0])  # cached now: nothing to read
+    assert packages.reading == {}
+    missing = "0" * 64
+    packages.read_ahead(missing)
+    with pytest.raises(PackageUnavailable):
+        await packages.files(missing)
