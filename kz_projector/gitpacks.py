@@ -35,7 +35,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from dulwich.file import GitFile
 from dulwich.object_store import PACK_MODE, DiskObjectStore, PackBasedObjectStore
 from dulwich.objects import ObjectID, ShaFile
 from dulwich.pack import (
@@ -87,7 +86,12 @@ _TRAILER = 20  # SHA-1 of everything before it
 
 def _install(store: DiskObjectStore, tmp: Path, entries: list[Entry], checksum: bytes) -> bytes:
     """Move the finished pack file `tmp` into place and write its index; returns the pack's
-    name. The store finds the pack on its next lookup (a miss rescans the pack directory)."""
+    name. The store finds the pack on its next lookup (a miss rescans the pack directory).
+
+    Both files are named by their content, so any writer of them writes the same bytes: the
+    index is written to a file of its own and renamed into place, with no lock file that a
+    writer killed midway could leave behind to block the next one.
+    """
     entries.sort()
     name = iter_sha1(e[0] for e in entries)
     base = Path(store.pack_dir) / f"pack-{name.decode()}"
@@ -95,17 +99,19 @@ def _install(store: DiskObjectStore, tmp: Path, entries: list[Entry], checksum: 
         tmp.unlink()
         return name
     tmp.replace(base.with_suffix(".pack"))
-    idx_path = base.with_suffix(".idx")
-    with GitFile(idx_path, "wb", mask=PACK_MODE, fsync=store.fsync_object_files) as idx:
+    with _pack_file(store, "tmp_idx_") as (idx, idx_tmp):
         write_pack_index(idx, entries, checksum, version=2)
+    idx_tmp.replace(base.with_suffix(".idx"))
     return name
 
 
 @contextlib.contextmanager
-def _pack_file(store: DiskObjectStore) -> Iterator[tuple[BinaryIO, Path]]:
-    """A new file in the pack directory, on disk (fsynced as the store is set) when the block
-    ends; removed when the block fails."""
-    fd, name = tempfile.mkstemp(dir=store.pack_dir, prefix="tmp_pack_", suffix=".pack")
+def _pack_file(
+    store: DiskObjectStore, prefix: str = "tmp_pack_"
+) -> Iterator[tuple[BinaryIO, Path]]:
+    """A new file in the pack directory, named as git names its own unfinished ones, on disk
+    (fsynced as the store is set) when the block ends; removed when the block fails."""
+    fd, name = tempfile.mkstemp(dir=store.pack_dir, prefix=prefix)
     tmp = Path(name)
     tmp.chmod(PACK_MODE)
     try:

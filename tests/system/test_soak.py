@@ -68,7 +68,7 @@ def test_soak_under_faults(make_stack: Callable[..., Stack], tmp_path: Path) -> 
     plans = soak_plans(SIZE)
     progress = Progress(len(plans))
     injector = FaultInjector(
-        stack, progress, runner_every_s=5.0, nats_at=0.5 if CLUSTER else None
+        stack, progress, runner_every_s=float(os.environ.get("KZ_SOAK_RUNNER_EVERY_S", "5")), nats_at=0.5 if CLUSTER else None
     ).start()
     t0 = time.monotonic()
     try:

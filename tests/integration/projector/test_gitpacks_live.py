@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,7 +12,7 @@ from dulwich.objects import Blob
 from dulwich.repo import Repo
 
 from kz_projector import gitpacks
-from kz_projector.gitpacks import MAX_PACKS
+from kz_projector.gitpacks import MAX_PACKS, write_pack
 from kz_projector.gitstore import Person, Writer
 
 pytestmark = pytest.mark.integration
@@ -127,3 +128,25 @@ def test_packs_with_deltas_roll_up_through_the_slow_path(
     fresh = Repo(str(path))
     assert all(sha in fresh.object_store for sha in shas)
     fresh.close()
+
+
+def test_a_writer_killed_mid_index_does_not_block_the_next(tmp_path: Path) -> None:
+    """A projector killed while writing a pack's index leaves the pack and a half-written
+    `pack-<name>.idx.lock`. Folding again writes the same objects as the same pack: it must be
+    installed regardless (no lock file is taken), with nothing left behind but that debris."""
+    first = Repo.init_bare(str(tmp_path / "first.git"), mkdir=True)
+    blobs = [Blob.from_string(f"object {i}\n".encode()) for i in range(20)]
+    write_pack(first.object_store, blobs)
+    [idx] = (tmp_path / "first.git" / "objects" / "pack").glob("pack-*.idx")
+    first.close()
+    path = tmp_path / "repo.git"
+    repo = Repo.init_bare(str(path), mkdir=True)
+    pack_dir = path / "objects" / "pack"
+    shutil.copy(idx.with_suffix(".pack"), pack_dir)  # what the killed writer left
+    (pack_dir / f"{idx.name}.lock").write_bytes(b"half an index")
+    write_pack(repo.object_store, blobs)
+    assert (pack_dir / idx.name).read_bytes() == idx.read_bytes()
+    assert not list(pack_dir.glob("tmp_*"))
+    assert all(Repo(str(path)).object_store[blob.id].id == blob.id for blob in blobs)
+    repo.close()
+    _verify_packs(path)
