@@ -144,7 +144,11 @@ class ObjectStorePackages:
             return
         if len(self.reading) >= self.READ_AHEAD:
             self.reading.pop(next(iter(self.reading))).cancel()
-        self.reading[digest] = asyncio.create_task(self._bytes(digest))
+        reading = asyncio.create_task(self._bytes(digest))
+        # A read dropped after it failed is never awaited: mark its error seen (an awaited
+        # one still raises it).
+        reading.add_done_callback(lambda task: task.cancelled() or task.exception())
+        self.reading[digest] = reading
 
     async def files(self, digest: str) -> FileMap:
         cached = self.cache.get(digest)

@@ -124,12 +124,15 @@ class Referee:
             finally:
                 slots.release()
 
-        async with asyncio.TaskGroup() as group:
-            async for seq, event in self.follow.subscribe(from_seq=self.position + 1):
-                self.track(seq, event)
-                if isinstance(event, SubmissionResult):
-                    await slots.acquire()
-                    group.create_task(judging(event.submission_id))
+        try:
+            async with asyncio.TaskGroup() as group:
+                async for seq, event in self.follow.subscribe(from_seq=self.position + 1):
+                    self.track(seq, event)
+                    if isinstance(event, SubmissionResult):
+                        await slots.acquire()
+                        group.create_task(judging(event.submission_id))
+        except ExceptionGroup as failed:  # what stopped a judgement stops the referee, as is
+            raise failed.exceptions[0] from None
 
     async def judge(self, submission_id: str) -> None:
         state = self.subs.get(submission_id)

@@ -12,6 +12,7 @@ from dulwich.objects import Tree
 from projector_helpers import Clock, store_package, submit_and_run, write_package
 
 from kz_events.config import Settings
+from kz_events.errors import LogUnavailable
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionAccepted, SubmissionCommitted, SubmissionRejected
 from kz_projector.archive import ARCHIVE_REF
@@ -174,3 +175,22 @@ async def test_packages_read_ahead_are_the_packages_and_stay_bounded(
     packages.read_ahead(missing)
     with pytest.raises(PackageUnavailable):
         await packages.files(missing)
+
+
+async def test_a_failed_judgement_stops_the_referee_with_its_own_error(
+    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path
+) -> None:
+    """Judgements run side by side, but what stops one reaches the service as it was (a
+    `KzError` the `kz` command prints as one line), not wrapped in an exception group."""
+    digest = await store_package(event_log, write_package(tmp_path / "p", KID))
+    projectors = Projectors(event_log, settings, clock=clock)
+
+    async def unavailable(submission_id: str) -> None:
+        raise LogUnavailable(f"judging {submission_id}: the log stayed away")
+
+    projectors.referee.judge = unavailable  # type: ignore[method-assign]
+    running = asyncio.create_task(projectors.referee.run())
+    await submit_and_run(event_log, clock, KID, digest, 1.0)
+    with pytest.raises(LogUnavailable, match="the log stayed away"):
+        await asyncio.wait_for(running, timeout=10)
+    projectors.close()
