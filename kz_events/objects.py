@@ -16,6 +16,13 @@ object it replaces) and reads the source through a worker thread. Most keys writ
 new — a package under its digest, a log under its attempt — so `put_new_object` publishes the
 chunks and a meta record that the server stores only if the key has none yet; a key that does
 exist is left to nats-py's put, which replaces it properly.
+
+A package is named by the SHA-256 of its bytes and never replaced, so when it fits one chunk
+its chunk subject is derived from that name (`content_nuid`) instead of a random id: a reader
+that knows the name fetches the chunk in one request and checks it against the name, without
+the meta record (which is still written, so nats-py reads it too). The chunk is stored only
+if its subject is empty, so two writers of one package leave one chunk, and a failed write's
+chunk stays for the next try to use.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ __all__ = [
     "SMALL_OBJECT_BYTES",
     "DigestCache",
     "ObjectChanged",
+    "content_nuid",
     "put_new_object",
     "read_small_object",
 ]
@@ -55,6 +63,30 @@ WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-sequ
 MESSAGE_GET_CHUNKS = 8  # objects of more chunks are read through a consumer
 SMALL_OBJECT_BYTES = MESSAGE_GET_CHUNKS * OBJ_DEFAULT_CHUNK_SIZE  # written by put_new_object
 CACHED_OBJECT_BYTES = 1 << 20  # the largest object kept in the cache
+
+
+def _is_content_key(key: str) -> bool:
+    """Whether `key` looks like a SHA-256 in hex, the name of a content-addressed object."""
+    return len(key) == 64 and all(c in "0123456789abcdef" for c in key)
+
+
+def content_nuid(key: str) -> str:
+    """The chunk subject token of a one-chunk object named by the SHA-256 of its bytes."""
+    return f"sha256-{key}"
+
+
+async def _by_content(js: JetStreamContext, bucket: str, key: str) -> bytes | None:
+    """The object named by its SHA-256 `key`, read from its derived chunk subject in one
+    request; None when that subject holds nothing that hashes to `key` (an object stored
+    with a random chunk id, of more than one chunk, or none)."""
+    subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=bucket, obj=content_nuid(key))
+    stream = OBJ_STREAM_TEMPLATE.format(bucket=bucket)
+    try:
+        msg = await js.get_msg(stream, seq=1, subject=subject, next=True)
+    except nats.js.errors.NotFoundError:
+        return None
+    data = msg.data or b""
+    return data if hashlib.sha256(data).hexdigest() == key else None
 
 
 class ObjectChanged(Exception):
@@ -123,6 +155,8 @@ async def read_small_object(
     it was replaced during the read (worth another try); `ObjectCorrupt` when the content
     does not match the digest.
     """
+    if _is_content_key(key) and (data := await _by_content(js, bucket, key)) is not None:
+        return data
     info = await store.get_info(key)
     if info.is_link() or (info.chunks or 0) > MESSAGE_GET_CHUNKS:
         return None
@@ -140,10 +174,25 @@ async def read_small_object(
     return data
 
 
+async def _put_content_chunk(js: JetStreamContext, subject: str, data: bytes) -> None:
+    """Publish the one chunk of an object named by its content, unless its subject holds it
+    already (another writer's, or a failed try's: the same bytes either way)."""
+    if not data:
+        return
+    try:
+        await js.publish(subject, data, headers={Header.EXPECTED_LAST_SUBJECT_SEQUENCE: "0"})
+    except nats.js.errors.APIError as exc:
+        if exc.err_code != WRONG_LAST_SEQUENCE:
+            raise
+
+
 async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: bytes) -> bool:
     """Store `data` under `key` if the bucket has no object `key`; False (and nothing stored)
     when it has one. The meta record is the same nats-py writes, so either reads it."""
-    nuid = js._nc._nuid.next().decode()  # nats-py's own id source for chunk subjects
+    sha256 = hashlib.sha256(data)
+    by_content = len(data) <= OBJ_DEFAULT_CHUNK_SIZE and sha256.hexdigest() == key
+    # nats-py's own id source for chunk subjects, unless the content names the chunk
+    nuid = content_nuid(key) if by_content else js._nc._nuid.next().decode()
     chunks = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=bucket, obj=nuid)
     info = ObjectInfo(
         name=key,
@@ -153,7 +202,7 @@ async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: byte
         chunks=0,
         mtime=datetime.now(UTC).isoformat(),
         digest=OBJ_DIGEST_TEMPLATE.format(
-            digest=base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode()
+            digest=base64.urlsafe_b64encode(sha256.digest()).decode()
         ),
         options=ObjectMetaOptions(max_chunk_size=OBJ_DEFAULT_CHUNK_SIZE),
     )
@@ -161,9 +210,13 @@ async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: byte
         bucket=bucket, obj=base64.urlsafe_b64encode(key.encode()).decode()
     )
     try:
-        for start in range(0, len(data), OBJ_DEFAULT_CHUNK_SIZE):
-            await js.publish(chunks, data[start : start + OBJ_DEFAULT_CHUNK_SIZE])
-            info.chunks = (info.chunks or 0) + 1
+        if by_content:
+            await _put_content_chunk(js, chunks, data)
+            info.chunks = 1 if data else 0
+        else:
+            for start in range(0, len(data), OBJ_DEFAULT_CHUNK_SIZE):
+                await js.publish(chunks, data[start : start + OBJ_DEFAULT_CHUNK_SIZE])
+                info.chunks = (info.chunks or 0) + 1
         await js.publish(
             meta,
             json.dumps(info.as_dict()).encode(),
@@ -173,8 +226,9 @@ async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: byte
             },
         )
     except BaseException as exc:
-        with contextlib.suppress(Exception):  # what is not purged is never referenced
-            await js.purge_stream(OBJ_STREAM_TEMPLATE.format(bucket=bucket), subject=chunks)
+        if not by_content:  # a derived subject's chunk is the same whoever stored it
+            with contextlib.suppress(Exception):  # what is not purged is never referenced
+                await js.purge_stream(OBJ_STREAM_TEMPLATE.format(bucket=bucket), subject=chunks)
         if isinstance(exc, nats.js.errors.APIError) and exc.err_code == WRONG_LAST_SEQUENCE:
             return False
         raise

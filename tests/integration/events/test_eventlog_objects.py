@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import io
 import json
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 
 from kz_events.errors import ObjectCorrupt, ObjectNotFound
 from kz_events.eventlog import EventLog
+from kz_events.objects import content_nuid
 from kz_events.server import EmbeddedServer
 from kz_events.subjects import LOGS_BUCKET, PACKAGES_BUCKET
 
@@ -181,3 +184,67 @@ async def test_a_key_stored_again_is_replaced_and_its_old_chunks_purged(
     stream = await event_log.js.stream_info(f"OBJ_{PACKAGES_BUCKET}", subjects_filter=">")
     chunk_subjects = [s for s in (stream.state.subjects or {}) if ".C." in s]
     assert chunk_subjects == [f"$O.{PACKAGES_BUCKET}.C.{info.nuid}"]
+
+
+async def test_a_package_named_by_its_digest_is_read_in_one_request(
+    event_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-chunk object under the SHA-256 of its bytes has its chunk on a subject derived
+    from that name: it reads back without its meta record, and nats-py reads it too."""
+    data = b"\x1f\x8b a package's bytes " * 100
+    key = hashlib.sha256(data).hexdigest()
+    assert await event_log.put_object(PACKAGES_BUCKET, key, data) == len(data)
+    store = await event_log.bucket(PACKAGES_BUCKET)
+    info = await store.get_info(key)
+    assert info.nuid == content_nuid(key) and info.chunks == 1
+
+    async def no_meta(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the meta record was read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "get_info", no_meta)
+        assert await event_log.get_object_bytes(PACKAGES_BUCKET, key) == data
+    assert (await store.get(key)).data == data
+
+
+async def test_the_same_package_stored_twice_at_once_reads_back_whole(
+    event_log: EventLog,
+) -> None:
+    """Two writers of one package race: both answer its size, the derived subject holds its
+    chunk once, and every reader (one request, nats-py) gets the bytes."""
+    data = bytes(range(256)) * 100
+    key = hashlib.sha256(data).hexdigest()
+    sizes = await asyncio.gather(*(event_log.put_object(PACKAGES_BUCKET, key, data)
+                                   for _ in range(2)))
+    assert sizes == [len(data)] * 2
+    store = await event_log.bucket(PACKAGES_BUCKET)
+    assert (await store.get(key)).data == data
+    assert await event_log.get_object_bytes(PACKAGES_BUCKET, key) == data
+    subject = f"$O.{PACKAGES_BUCKET}.C.{content_nuid(key)}"
+    stream = await event_log.js.stream_info(f"OBJ_{PACKAGES_BUCKET}", subjects_filter=subject)
+    assert (stream.state.subjects or {}).get(subject) == 1  # stored once
+
+
+async def test_a_tampered_package_chunk_is_refused_by_both_readers(event_log: EventLog) -> None:
+    """A derived chunk that does not hash to its name is not taken on the one-request path;
+    the meta record's path then refuses it as corrupt."""
+    data = b"the real package"
+    key = hashlib.sha256(data).hexdigest()
+    await event_log.put_object(PACKAGES_BUCKET, key, data)
+    subject = f"$O.{PACKAGES_BUCKET}.C.{content_nuid(key)}"
+    await event_log.js.purge_stream(f"OBJ_{PACKAGES_BUCKET}", subject=subject)
+    await event_log.js.publish(subject, b"a tampered one!!")
+    with pytest.raises(ObjectCorrupt, match="SHA-256"):
+        await event_log.get_object_bytes(PACKAGES_BUCKET, key)
+
+
+async def test_a_package_stored_by_nats_py_is_read_through_its_meta_record(
+    event_log: EventLog,
+) -> None:
+    """Packages stored before chunk subjects were derived (a random id) still read back."""
+    data = b"stored the old way"
+    key = hashlib.sha256(data).hexdigest()
+    store = await event_log.bucket(PACKAGES_BUCKET)
+    await store.put(key, data)
+    assert (await store.get_info(key)).nuid != content_nuid(key)
+    assert await event_log.get_object_bytes(PACKAGES_BUCKET, key) == data
