@@ -3,7 +3,8 @@ and invalid packages while a fault injector kills runners, restarts the projecto
 process (and on a cluster kills a NATS node); nothing is lost, nothing applied twice.
 
 `make test` runs a bounded size; `KZ_SOAK_SUBMISSIONS=1000` runs the full soak and
-`KZ_SOAK_CLUSTER=1` runs it on a 3-node cluster with R3 streams.
+`KZ_SOAK_CLUSTER=1` runs it on a 3-node cluster with R3 streams; `KZ_SOAK_RUNNER_EVERY_S` sets
+how often a runner is killed (5 s).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from system_stack import Stack
 
 SIZE = int(os.environ.get("KZ_SOAK_SUBMISSIONS", "150"))
 CLUSTER = os.environ.get("KZ_SOAK_CLUSTER", "") == "1"
+RUNNER_EVERY_S = float(os.environ.get("KZ_SOAK_RUNNER_EVERY_S", "5"))  # a runner killed this often
 
 pytestmark = [pytest.mark.system, pytest.mark.timeout(300 + 2 * SIZE)]
 
@@ -68,7 +70,7 @@ def test_soak_under_faults(make_stack: Callable[..., Stack], tmp_path: Path) -> 
     plans = soak_plans(SIZE)
     progress = Progress(len(plans))
     injector = FaultInjector(
-        stack, progress, runner_every_s=float(os.environ.get("KZ_SOAK_RUNNER_EVERY_S", "5")), nats_at=0.5 if CLUSTER else None
+        stack, progress, runner_every_s=RUNNER_EVERY_S, nats_at=0.5 if CLUSTER else None
     ).start()
     t0 = time.monotonic()
     try:
