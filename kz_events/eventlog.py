@@ -51,6 +51,7 @@ from kz_events.events import (
     encode_event,
     subject_of,
 )
+from kz_events.expect import SubjectMoved, publish_expecting
 from kz_events.objects import (
     SMALL_OBJECT_BYTES,
     DigestCache,
@@ -74,7 +75,6 @@ __all__ = ["EventLog", "LogOptions", "Stored", "take"]
 
 log = logging.getLogger(__name__)
 
-WRONG_LAST_SEQUENCE = 10071
 T = TypeVar("T")
 
 Stored = tuple[int, Event | UnknownEvent]
@@ -261,20 +261,18 @@ class EventLog:
         payload = encode_event(event)
         try:
             ack = await self._retry(
-                lambda: self.js.publish(subject, payload, stream=EVENTS_STREAM, headers=headers)
+                lambda: publish_expecting(self.js, subject, payload, headers, EVENTS_STREAM)
             )
-        except nats.js.errors.APIError as exc:
-            if exc.err_code == WRONG_LAST_SEQUENCE:
-                # The server checks the expectation before de-duplication, so a retry of an
-                # append that was stored lands here: find it and answer as the first time did.
-                stored = await self._find_event(expect_on or subject, event.event_id)
-                if stored is not None:
-                    return stored
-                raise ConcurrencyConflict(
-                    f"{subject_of(event)}: the aggregate moved past sequence {expect}",
-                    details={"expected": expect, "subject": expect_on},
-                ) from exc
-            raise
+        except SubjectMoved as exc:
+            # The server checks the expectation before de-duplication, so a retry of an
+            # append that was stored lands here: find it and answer as the first time did.
+            stored = await self._find_event(expect_on or subject, event.event_id)
+            if stored is not None:
+                return stored
+            raise ConcurrencyConflict(
+                f"{subject_of(event)}: the aggregate moved past sequence {expect}",
+                details={"expected": expect, "subject": expect_on},
+            ) from exc
         return int(ack.seq)
 
     async def _find_event(self, subject_filter: str, event_id: str) -> int | None:

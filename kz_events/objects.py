@@ -48,6 +48,7 @@ from nats.js.object_store import (
 )
 
 from kz_events.errors import ObjectCorrupt
+from kz_events.expect import SubjectMoved, publish_expecting
 
 __all__ = [
     "SMALL_OBJECT_BYTES",
@@ -58,7 +59,6 @@ __all__ = [
     "read_small_object",
 ]
 
-WRONG_LAST_SEQUENCE = 10071  # JetStream's error code for a failed expected-sequence check
 
 MESSAGE_GET_CHUNKS = 8  # objects of more chunks are read through a consumer
 SMALL_OBJECT_BYTES = MESSAGE_GET_CHUNKS * OBJ_DEFAULT_CHUNK_SIZE  # written by put_new_object
@@ -174,16 +174,26 @@ async def read_small_object(
     return data
 
 
-async def _put_content_chunk(js: JetStreamContext, subject: str, data: bytes) -> None:
+async def _put_content_chunk(
+    js: JetStreamContext, bucket: str, subject: str, data: bytes
+) -> None:
     """Publish the one chunk of an object named by its content, unless its subject holds it
     already (another writer's, or a failed try's: the same bytes either way)."""
     if not data:
         return
-    try:
-        await js.publish(subject, data, headers={Header.EXPECTED_LAST_SUBJECT_SEQUENCE: "0"})
-    except nats.js.errors.APIError as exc:
-        if exc.err_code != WRONG_LAST_SEQUENCE:
-            raise
+    expect_new: dict[str, str] = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE: "0"}
+    stream = OBJ_STREAM_TEMPLATE.format(bucket=bucket)
+    for _ in range(3):
+        try:
+            await publish_expecting(js, subject, data, expect_new)
+            return
+        except SubjectMoved:
+            try:  # there, unless another writer's chunk was refused after all
+                await js.get_msg(stream, seq=1, subject=subject, next=True)
+                return
+            except nats.js.errors.NotFoundError:
+                continue
+    raise ObjectChanged(f"the chunk subject {subject} kept changing while it was written")
 
 
 async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: bytes) -> bool:
@@ -211,16 +221,17 @@ async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: byte
     )
     try:
         if by_content:
-            await _put_content_chunk(js, chunks, data)
+            await _put_content_chunk(js, bucket, chunks, data)
             info.chunks = 1 if data else 0
         else:
             for start in range(0, len(data), OBJ_DEFAULT_CHUNK_SIZE):
                 await js.publish(chunks, data[start : start + OBJ_DEFAULT_CHUNK_SIZE])
                 info.chunks = (info.chunks or 0) + 1
-        await js.publish(
+        await publish_expecting(
+            js,
             meta,
             json.dumps(info.as_dict()).encode(),
-            headers={
+            {
                 Header.ROLLUP: "sub",
                 Header.EXPECTED_LAST_SUBJECT_SEQUENCE: "0",  # only if the key is new
             },
@@ -229,7 +240,7 @@ async def put_new_object(js: JetStreamContext, bucket: str, key: str, data: byte
         if not by_content:  # a derived subject's chunk is the same whoever stored it
             with contextlib.suppress(Exception):  # what is not purged is never referenced
                 await js.purge_stream(OBJ_STREAM_TEMPLATE.format(bucket=bucket), subject=chunks)
-        if isinstance(exc, nats.js.errors.APIError) and exc.err_code == WRONG_LAST_SEQUENCE:
+        if isinstance(exc, SubjectMoved):
             return False
         raise
     return True

@@ -7,7 +7,9 @@ import asyncio
 import json
 import time
 import urllib.request
+import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import nats
@@ -19,7 +21,10 @@ from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy, StorageType, StreamConfig
 
 from kz_events.cluster import LocalCluster
-from kz_events.subjects import EVENTS_STREAM, EVENTS_SUBJECTS
+from kz_events.errors import ConcurrencyConflict
+from kz_events.eventlog import EventLog, LogOptions
+from kz_events.events import SubmissionCancelled
+from kz_events.subjects import EVENTS_STREAM, EVENTS_SUBJECTS, aggregate_filter
 
 pytestmark = pytest.mark.integration
 
@@ -170,3 +175,37 @@ async def test_r3_stream_keeps_every_acknowledged_event_when_its_leader_dies(
         assert caught_up == before + after
     finally:
         await nc.close()
+
+
+async def test_racing_appends_to_one_aggregate_end_in_one_event_and_conflicts(
+    cluster: LocalCluster,
+) -> None:
+    """On an R3 stream the leader refuses an expected-sequence append while another one on the
+    same aggregate is still replicating (JetStream error 10164, not the 10071 a single server
+    gives). Racing appends must still end as on one server: exactly one stored, every other
+    a `ConcurrencyConflict` — never a raw API error."""
+    elog = await EventLog.connect(",".join(cluster.urls), LogOptions(replicas=3))
+    try:
+        await until_answered(elog.ensure)
+        for round_ in range(5):
+            sid = str(uuid.uuid4())
+            events = [
+                SubmissionCancelled(
+                    event_id=str(uuid.uuid4()),
+                    occurred_at=datetime.now(UTC),
+                    actor=f"racer-{i}",
+                    submission_id=sid,
+                    kernel_id="sm90/Norm/RMSNorm/fp16/race",
+                    reason=f"round {round_}",
+                )
+                for i in range(12)
+            ]
+            answers = await asyncio.gather(
+                *(elog.append(event, expect=0) for event in events), return_exceptions=True
+            )
+            stored = [a for a in answers if isinstance(a, int)]
+            assert len(stored) == 1, answers
+            assert all(isinstance(a, ConcurrencyConflict) for a in answers if a not in stored)
+            assert len(await elog.load(aggregate_filter("submission", "sm90", sid))) == 1
+    finally:
+        await elog.close()
