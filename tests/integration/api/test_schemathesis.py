@@ -3,7 +3,10 @@ content type, body) matches the OpenAPI document the app publishes."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,12 +15,6 @@ import schemathesis
 from api_helpers import SECRET
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
-
-# Loaded up front, not lazily deep inside the test (the loader, and `as_strategy`): compiling a
-# module there can hit the CPython 3.11.7 AST recursion-depth bug in pytest's assertion
-# rewriter (see tests/conftest).
-from schemathesis.python._constants import orchestrator as _orchestrator  # noqa: F401
-from schemathesis.specs.openapi import schemas as _schemas  # noqa: F401
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -28,6 +25,15 @@ from kz_events.server import EmbeddedServer, free_port
 from kz_testing import KzProcess, kz_argv
 
 pytestmark = pytest.mark.integration
+
+# Every module schemathesis imports lazily, loaded now rather than deep inside a running test
+# (the loader, `as_strategy`, the transports): compiling a module under a deep stack can hit
+# the CPython 3.11.7 AST recursion-depth bug in pytest's assertion rewriter (tests/conftest).
+for _package in ("schemathesis.python", "schemathesis.specs.openapi", "schemathesis.transport"):
+    _root = importlib.import_module(_package)
+    for _module in pkgutil.walk_packages(_root.__path__, f"{_package}."):
+        with contextlib.suppress(ImportError):  # optional integrations (django, ...)
+            importlib.import_module(_module.name)
 
 CHECKS = [
     not_a_server_error,
