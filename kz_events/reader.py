@@ -117,7 +117,12 @@ class BatchReader:
         if records:
             self.next_seq = records[-1][0] + 1
         elif fresh:
-            self.pending = 0
+            # A new consumer that counted messages to come but had none to give is not the end
+            # of the stream: in a cluster it can sit on a replica still catching up after a
+            # restart. Taking it for the end would end a replay early and skip events; ask
+            # again later, as after a lost batch.
+            await self._abandon()
+            raise nats.errors.TimeoutError
         else:
             # Nothing from a consumer that had more: it may be gone (idle past its threshold),
             # so never take this for the end; ask a new consumer from where we are.

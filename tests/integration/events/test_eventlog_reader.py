@@ -80,3 +80,42 @@ async def test_a_vanished_consumer_is_not_mistaken_for_the_end(
     assert [(s, decode_event(d)) for s, _, d in records] == list(
         zip(range(1, 6), events, strict=True)
     )
+
+
+async def test_a_new_consumer_that_gives_nothing_is_not_the_end(
+    build: Any, event_log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A consumer made on a cluster replica still catching up can count events it cannot yet
+    deliver. The reader must not take its empty first batch for the end of the stream (a
+    restarted projector then replayed too little and left results unjudged): it fails the
+    batch as lost, and the next try reads everything."""
+    events = [build.submitted() for _ in range(3)]
+    for event in events:
+        await event_log.append(event)
+    reader = BatchReader(event_log.nc, event_log.js, EVENTS_STREAM, "kz.ev.>", 1, timeout_s=5)
+    real_open = BatchReader._open
+    lagging = [True]
+
+    async def open_on_a_lagging_replica(self: BatchReader) -> str:
+        if not lagging:
+            return await real_open(self)
+        lagging.clear()
+        wanted, self._filter = self._filter, "kz.ev.nothing.yet"
+        try:
+            name = await real_open(self)  # a consumer that delivers nothing...
+        finally:
+            self._filter = wanted
+        self.pending = 3  # ...while it counts three to come
+        return name
+
+    monkeypatch.setattr(BatchReader, "_open", open_on_a_lagging_replica)
+    try:
+        with pytest.raises(nats.errors.TimeoutError):
+            await reader.next_batch(10)
+        assert not reader.drained
+        records = await reader.next_batch(10)
+    finally:
+        await reader.close()
+    assert [(s, decode_event(d)) for s, _, d in records] == list(
+        zip(range(1, 4), events, strict=True)
+    )
