@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from kz_events.errors import KzError
 
-__all__ = ["BranchMoved", "HistoryDiverged", "PackageUnavailable", "ProjectorError", "RefLocked"]
+__all__ = [
+    "BranchMoved",
+    "HistoryDiverged",
+    "PackageUnavailable",
+    "PartStalled",
+    "ProjectorError",
+    "RefLocked",
+]
 
 
 class ProjectorError(KzError):
@@ -39,3 +46,9 @@ class BranchMoved(ProjectorError):
     """Another writer moved the ref first: the fold is stale and resumes from the new head."""
 
     code = "branch_moved"
+
+
+class PartStalled(ProjectorError):
+    """A part of the projector stopped moving through the log while the log went on."""
+
+    code = "part_stalled"

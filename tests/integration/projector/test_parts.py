@@ -25,6 +25,7 @@ from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter, judge_key
 from kz_projector.audit import run_audit
 from kz_projector.errors import RefLocked
 from kz_projector.importer import import_path
+from kz_projector.referee import Referee
 from kz_projector.repo_read import KernelRepo
 from kz_projector.service import Projectors
 
@@ -206,3 +207,41 @@ async def test_cli_index_at_and_audit_exit_codes(
     moved = await asyncio.to_thread(kz, "audit")
     assert moved.returncode == 1 and "DIVERGENCE" in moved.stdout
     assert json.loads((settings.data_dir / "audit.json").read_text())["ok"] is False
+
+
+async def test_a_part_that_stands_still_is_started_again(
+    event_log: EventLog, settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A referee that stops following the log (as one did after a restart on a cluster)
+    while results keep coming is noticed by the service's watch, and every part is started
+    again from what it durably did: the result waiting for it is judged and committed."""
+    clock = Clock()
+    digest = await store_package(event_log, write_package(tmp_path / "p", KID))
+    real_run = Referee.run
+    stalls = [True]
+
+    async def stand_still(self: Referee) -> None:
+        if not stalls:
+            await real_run(self)
+            return
+        stalls.clear()
+        await asyncio.Event().wait()  # follows nothing, forever
+
+    projectors = Projectors(event_log, settings, clock=clock, stall_s=0.5, watch_s=0.1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Referee, "run", stand_still)
+        running = asyncio.create_task(projectors.run())
+        try:
+            sid = await submit_and_run(event_log, clock, KID, digest, 2.0)
+            subject = aggregate_filter("submission", "cpu", sid)
+            for _ in range(200):
+                if fold(await event_log.load(subject)).status == "committed":
+                    break
+                await asyncio.sleep(0.05)
+            assert fold(await event_log.load(subject)).status == "committed"
+        finally:
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await running
+            projectors.close()
+    assert any("the referee stood at sequence" in r.getMessage() for r in caplog.records)
