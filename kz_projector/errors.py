@@ -3,7 +3,7 @@
 KzError
 └── ProjectorError          a projection could not be written as the rules require
     ├── BranchMoved             another writer moved the ref first (compare-and-swap lost)
-    ├── RefLocked               a `<ref>.lock` file blocks the branch (a crash may have left it)
+    ├── RefLocked               a live writer keeps a `<ref>.lock` file (a dead one's is removed)
     ├── HistoryDiverged         the branch is not where the projection expects (moved by hand)
     └── PackageUnavailable      a package the projection needs is in no store it can read
 """
@@ -27,7 +27,8 @@ class ProjectorError(KzError):
 
 
 class RefLocked(ProjectorError):
-    """Another writer holds the ref's lock file, or a crash left it behind."""
+    """Another live writer keeps renewing the ref's lock file (one left by a writer that died
+    is removed; see `gitstore.Writer.move`)."""
 
     code = "ref_locked"
 

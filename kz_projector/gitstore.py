@@ -6,8 +6,10 @@ after the branch moved. A `<ref>.lock` left by a crash is reported, never delete
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +25,10 @@ from dulwich.trailers import Trailer, format_trailers, parse_trailers
 
 from kz_projector.errors import RefLocked
 from kz_projector.gitpacks import consolidate_packs, write_pack
+
+log = logging.getLogger("kz.projector.git")
+
+STALE_REF_LOCK_S = 5.0  # a ref lock unchanged this long was left by a writer that died
 
 __all__ = [
     "MAIN",
@@ -59,6 +65,28 @@ class Person:
     def ident(self) -> bytes:
         name, email = (_clean(s) for s in (self.name, self.email))
         return f"{name} <{email}>".encode()
+
+
+def _outlived(lock: Path, stale_s: float) -> bool:
+    """Wait (up to `stale_s` and a little) while `lock` exists; True when it stayed the same
+    file, untouched, for `stale_s` — its writer is gone — and False when it went away or was
+    taken again meanwhile."""
+    try:
+        first = lock.stat()
+    except FileNotFoundError:
+        return False
+    deadline = time.monotonic() + stale_s + 1.0
+    while time.monotonic() < deadline:
+        try:
+            now = lock.stat()
+        except FileNotFoundError:
+            return False
+        if (now.st_ino, now.st_mtime_ns) != (first.st_ino, first.st_mtime_ns):
+            return False
+        if time.time() - now.st_mtime >= stale_s:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _clean(text: str) -> str:
@@ -279,20 +307,33 @@ class Writer:
         return self.add(commit)
 
     def move(self, old: ObjectID | None, new: ObjectID, ref: Ref = MAIN) -> bool:
-        """Compare-and-swap `ref` from `old` to `new`; False when another writer moved it."""
+        """Compare-and-swap `ref` from `old` to `new`; False when another writer moved it.
+
+        A ref's lock file is held for the milliseconds of one update. One that stays unchanged
+        for `STALE_REF_LOCK_S` was left by a writer that died holding it (a projector killed
+        mid-update): it is removed, with a warning, and the update goes ahead. One that keeps
+        being renewed, or goes away, is another live writer's.
+        """
         self.flush()
-        try:
-            if old is None:
-                return bool(self.repo.refs.add_if_new(ref, new))
-            return bool(self.repo.refs.set_if_equals(ref, old, new))
-        except FileLocked as exc:
-            raise RefLocked(
-                f"cannot move {ref.decode()}: its lock file {os.fsdecode(exc.lockfilename)} "
-                "exists; "
-                "another writer holds it, or a crash left it behind - remove it by hand once "
-                "no git process runs on this repo",
-                details={"lock": os.fsdecode(exc.lockfilename)},
-            ) from exc
+        for attempt in range(3):
+            try:
+                if old is None:
+                    return bool(self.repo.refs.add_if_new(ref, new))
+                return bool(self.repo.refs.set_if_equals(ref, old, new))
+            except FileLocked as exc:
+                lock = Path(os.fsdecode(exc.lockfilename))
+                if attempt < 2 and _outlived(lock, STALE_REF_LOCK_S):
+                    log.warning("git: removing %s, left by a writer that died holding it", lock)
+                    lock.unlink(missing_ok=True)
+                    continue
+                if attempt < 2 and not lock.exists():
+                    continue  # a live writer finished: ask again
+                raise RefLocked(
+                    f"cannot move {ref.decode()}: its lock file {lock} is held by another "
+                    "writer that keeps renewing it; stop the other git process on this repo",
+                    details={"lock": str(lock)},
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def refresh_checkout(self, tree: ObjectID) -> None:
         """Bring a non-bare repo's index and files to `tree`; a bare repo has none."""

@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +24,7 @@ from kz_events.events import EventMeta, SubmissionFailed
 from kz_events.lifecycle import Disqualify, decide, fold
 from kz_events.server import EmbeddedServer
 from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter, judge_key
+from kz_projector import gitstore
 from kz_projector.audit import run_audit
 from kz_projector.errors import RefLocked
 from kz_projector.importer import import_path
@@ -106,18 +109,58 @@ async def test_non_bare_repo_gets_its_checkout_refreshed(
     assert status == ""
 
 
-async def test_a_stale_ref_lock_is_reported_not_deleted(
-    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path
+async def test_a_ref_lock_left_by_a_killed_writer_is_removed(
+    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A left-over main.lock stops the projector with a clear error and stays in place."""
+    """A projector SIGKILLed mid-update leaves `main.lock` (the soak saw its successor stop
+    on it). One that stays untouched for `STALE_REF_LOCK_S` is its writer's debris: removed
+    with a warning, and main moves — whether it is hours old or left a moment ago."""
+    monkeypatch.setattr(gitstore, "STALE_REF_LOCK_S", 0.3)
     digest = await store_package(event_log, write_package(tmp_path / "p", KID))
     await submit_and_run(event_log, clock, KID, digest, 2.0)
     projectors = Projectors(event_log, settings, clock=clock)
     lock = settings.kernel_repo_path / "refs" / "heads" / "main.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("")
-    with pytest.raises(RefLocked, match=r"main\.lock exists"):
-        await projectors.catch_up()
+    os.utime(lock, (1, 1))  # left long ago
+    await projectors.catch_up()
+    assert not lock.exists()
+    repo = Repo(str(settings.kernel_repo_path))
+    assert repo.refs[b"refs/heads/main"] is not None
+    repo.close()
+    await submit_and_run(event_log, clock, KID, digest, 1.0)
+    lock.write_text("")  # left a moment ago
+    await projectors.catch_up()
+    assert not lock.exists()
+    projectors.close()
+    assert sum("left by a writer that died" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_a_ref_lock_a_live_writer_keeps_renewing_is_left_alone(tmp_path: Path) -> None:
+    """A lock that changes while the projector waits belongs to a live writer: the move stops
+    with `RefLocked` naming it, and the lock is not touched."""
+    repo = Repo.init_bare(str(tmp_path / "repo.git"), mkdir=True)
+    writer = gitstore.Writer(repo)
+    blob = writer.blob(b"x")
+    lock = tmp_path / "repo.git" / "refs" / "heads" / "main.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("")
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(0.02):
+            lock.write_text(str(time.monotonic()))
+
+    renewer = threading.Thread(target=renew)
+    renewer.start()
+    try:
+        with pytest.raises(RefLocked, match=r"main\.lock is held by another writer"):
+            writer.move(None, blob)
+    finally:
+        stop.set()
+        renewer.join()
+        repo.close()
     assert lock.exists()
 
 
