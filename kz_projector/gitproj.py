@@ -172,6 +172,7 @@ class GitProjector:
         while True:
             try:
                 await self.start()
+                log.info("git projector: caught up to %d; following the log", self.position)
                 await self._follow()
             except BranchMoved as exc:
                 log.info("git projector: %s", exc.message)

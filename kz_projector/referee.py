@@ -116,6 +116,7 @@ class Referee:
         on requests (the judge bundle, the append), and one at a time would make the round
         trip, not the work, set the pace."""
         await self.catch_up()
+        log.info("referee: caught up to %d; following the log", self.position)
         slots = asyncio.Semaphore(IN_FLIGHT)
 
         async def judging(submission_id: str) -> None:
