@@ -91,5 +91,30 @@ def test_api_conforms_to_its_document(live_url: str) -> None:
             response = case.call_and_validate(base_url=live_url, headers=HEADERS, checks=CHECKS)
             calls.append(response.status_code)
 
-        run()
+        for attempt in range(3):
+            try:
+                run()
+                break
+            except Exception as exc:
+                if attempt == 2 or not _hit_the_interpreter_ast_bug(exc):
+                    raise
     assert len(calls) > 60 and any(code < 300 for code in calls)
+
+
+def _hit_the_interpreter_ast_bug(exc: BaseException) -> bool:
+    """Whether the failure is CPython 3.11.7's "AST constructor recursion depth mismatch"
+    (fixed in later 3.11 releases), raised inside hypothesis or pytest while they parse source
+    for their own reports, not anything the API answered: such a run is repeated."""
+    seen: list[BaseException] = [exc]
+    visited: set[int] = set()
+    while seen:
+        current = seen.pop()
+        if id(current) in visited:
+            continue
+        visited.add(id(current))
+        if isinstance(current, SystemError) and "AST constructor recursion depth" in str(current):
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            seen.extend(current.exceptions)
+        seen.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return False
