@@ -38,6 +38,17 @@ KID = "cpu/Norm/RMSNorm/fp32/test_k"
 ROOT = Path(__file__).resolve().parents[3]
 
 
+async def _status_within(elog: EventLog, sid: str, wanted: str, *, tries: int) -> str:
+    """The submission's status once it is `wanted`, or after `tries` looks 50 ms apart."""
+    subject = aggregate_filter("submission", "cpu", sid)
+    for _ in range(tries):
+        status = str(fold(await elog.load(subject)).status)
+        if status == wanted:
+            return status
+        await asyncio.sleep(0.05)
+    return str(fold(await elog.load(subject)).status)
+
+
 async def _disqualify(elog: EventLog, clock: Clock, sid: str) -> None:
     state = fold(await elog.load(aggregate_filter("submission", "cpu", sid)))
     meta = EventMeta(event_id=str(uuid.uuid4()), occurred_at=clock(), actor="maintainer")
@@ -208,12 +219,7 @@ async def test_running_sweeper_follows_the_log_and_fails_a_task_claimed_later(
         lost = await submit_and_run(event_log, clock, KID, digest, 1.0, stop_after_claim=True,
                                     max_attempts=1)
         clock.now += timedelta(seconds=60)
-        subject = aggregate_filter("submission", "cpu", lost)
-        for _ in range(100):
-            if fold(await event_log.load(subject)).status == "failed":
-                break
-            await asyncio.sleep(0.05)
-        assert fold(await event_log.load(subject)).status == "failed"
+        assert await _status_within(event_log, lost, "failed", tries=100) == "failed"
         assert replays == replays_at_start  # followed, not replayed each pass
     finally:
         running.cancel()
@@ -276,12 +282,7 @@ async def test_a_part_that_stands_still_is_started_again(
         running = asyncio.create_task(projectors.run())
         try:
             sid = await submit_and_run(event_log, clock, KID, digest, 2.0)
-            subject = aggregate_filter("submission", "cpu", sid)
-            for _ in range(200):
-                if fold(await event_log.load(subject)).status == "committed":
-                    break
-                await asyncio.sleep(0.05)
-            assert fold(await event_log.load(subject)).status == "committed"
+            assert await _status_within(event_log, sid, "committed", tries=200) == "committed"
         finally:
             running.cancel()
             with contextlib.suppress(asyncio.CancelledError):
