@@ -37,6 +37,7 @@ class Record:
     submitted_at: float = 0.0
     terminal_at: float | None = None
     final: dict[str, Any] | None = None
+    last: dict[str, Any] | None = None  # the newest status document seen
     stale_reads: int = 0
 
     @property
@@ -105,12 +106,37 @@ def follow(
             continue
         response.raise_for_status()
         doc = response.json()
+        record.last = doc
         since = int(doc["version"])
         if doc["status"] in TERMINAL:
             record.final = doc
             record.terminal_at = time.monotonic()
             return
-    raise StackError(f"submission {record.submission_id} ({record.plan}) not terminal in time")
+    raise StackError(
+        f"submission {record.submission_id} ({record.plan}) not terminal in time; "
+        f"last seen {where(record)}"
+    )
+
+
+def where(record: Record) -> str:
+    """Where a followed submission last stood, as its submitter saw it."""
+    if record.last is None:
+        return "nothing (no status read answered)"
+    return f"{record.last['status']} at version {record.last['version']}"
+
+
+def unfinished(records: Sequence[Record | None]) -> str:
+    """The submissions followed but not ended, by where they stood: when a run stops, whether
+    every submitter waits (so nothing new arrives) or only some."""
+    waiting = [r for r in records if r is not None and r.submission_id and r.final is None]
+    if not waiting:
+        return "no submission was left unfinished"
+    by_status = Counter(
+        "no status read" if r.last is None else str(r.last["status"]) for r in waiting
+    )
+    lines = [f"{len(waiting)} submissions unfinished ({dict(by_status)}):"]
+    lines += [f"  {r.submission_id} {r.plan.verdict}: {where(r)}" for r in waiting]
+    return "\n".join(lines)
 
 
 def run_submitters(
@@ -156,8 +182,10 @@ def run_submitters(
                     future.result()
             for future in futures:
                 future.result()
-        except BaseException:
+        except BaseException as exc:
             abort.set()
+            if isinstance(exc, StackError):
+                raise StackError(f"{exc}\n{unfinished(records)}") from exc
             raise
     return [r for r in records if r is not None]
 

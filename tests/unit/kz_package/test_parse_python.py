@@ -1,0 +1,45 @@
+"""`parse_python` keeps CPython 3.11's `ast.parse` to one thread at a time (its recursion-depth
+bookkeeping is shared by threads; two parses at once failed uploads with a `SystemError` in
+the full soak)."""
+
+from __future__ import annotations
+
+import ast
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from kz_package import validate
+
+
+def test_parses_on_several_threads_never_overlap(monkeypatch: pytest.MonkeyPatch) -> None:
+    inside = 0
+    most = 0
+    count = threading.Lock()
+    real_parse = ast.parse
+
+    def slow_parse(*args: Any, **kwargs: Any) -> ast.Module:
+        nonlocal inside, most
+        with count:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.02)  # long enough for every other thread to arrive meanwhile
+        with count:
+            inside -= 1
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(validate.ast, "parse", slow_parse)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        trees = list(pool.map(lambda i: validate.parse_python(f"x = {i}\n", f"f{i}.py"), range(8)))
+
+    assert most == 1
+    assert [ast.unparse(tree) for tree in trees] == [f"x = {i}" for i in range(8)]
+
+
+def test_a_syntax_error_names_the_file() -> None:
+    with pytest.raises(SyntaxError) as caught:
+        validate.parse_python("def (:\n", "benchmark.py")
+    assert caught.value.filename == "benchmark.py"
