@@ -34,3 +34,18 @@ async def event_log(nats_server: EmbeddedServer) -> AsyncIterator[EventLog]:
         yield elog
     finally:
         await elog.close()
+
+
+LAYERS = ("unit", "integration", "system", "webui")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test` selects tests by layer marker: a test with none would silently never run."""
+    unmarked = [
+        item.nodeid for item in items if not any(item.get_closest_marker(m) for m in LAYERS)
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            f"tests without a layer marker ({', '.join(LAYERS)}) would never run in make test: "
+            + ", ".join(unmarked)
+        )

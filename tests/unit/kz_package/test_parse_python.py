@@ -14,6 +14,8 @@ import pytest
 
 from kz_package import validate
 
+pytestmark = pytest.mark.unit
+
 
 def test_parses_on_several_threads_never_overlap(monkeypatch: pytest.MonkeyPatch) -> None:
     inside = 0
