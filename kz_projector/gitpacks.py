@@ -15,7 +15,7 @@ self-contained zlib stream, and its CRC is unchanged — so no object is inflate
 again. Packs from elsewhere (with deltas) take the slow path through dulwich.
 
 A rewrite is crash-safe: the new pack is complete on disk (pack, then index, both fsynced
-when `core.fsyncObjectFiles` is set) before any old pack is removed, and an object that ends
+when the store fsyncs objects) before any old pack is removed, and an object that ends
 up in two packs is harmless (the next roll-up keeps one copy). Readers in other processes
 (the API) see a removed pack disappear and rescan, as they do when `git gc` runs beside
 them.

@@ -112,12 +112,24 @@ def open_repo(path: Path | None, *, create: bool = True) -> BaseRepo:
         disk = Repo.init_bare(str(path), default_branch=b"main")
     else:
         disk = Repo(str(path))
-    config = disk.get_config()
-    if config.get_boolean((b"core",), b"fsyncObjectFiles", False) is not True:
-        config.set((b"core",), b"fsyncObjectFiles", True)
-        config.write_to_path()
-        disk = Repo(str(path))
+    _fsync_objects(disk)
     return disk
+
+
+def _fsync_objects(disk: Repo) -> None:
+    """Have the projector's object writes fsynced, without saying so in the repo's config.
+
+    dulwich fsyncs objects when `core.fsyncObjectFiles` is set, but git 2.36 and later warn
+    "core.fsyncObjectFiles is deprecated" on every command in a repo that sets it, and the
+    kernel repo is read with git by everyone. The setting is made on the open store instead,
+    and taken out of the config of a repo an earlier version wrote it to.
+    """
+    disk.object_store.fsync_object_files = True
+    config = disk.get_config()
+    core = config[(b"core",)] if config.has_section((b"core",)) else None
+    if core is not None and b"fsyncObjectFiles" in core:
+        del core[b"fsyncObjectFiles"]
+        config.write_to_path()
 
 
 def ref_value(repo: BaseRepo, ref: Ref = MAIN) -> ObjectID | None:
@@ -165,8 +177,9 @@ def walk_files(
 class Writer:
     """Builds objects for a repo; `flush` writes them as one pack, then `move` sets a ref once.
 
-    Objects wait in memory until `flush`, so a batch costs one pack file (fsynced when
-    `core.fsyncObjectFiles` is set) instead of one file per object; reads see pending ones.
+    Objects wait in memory until `flush`, so a batch costs one pack file (fsynced when the
+    store fsyncs objects, as `open_repo` sets it) instead of one file per object; reads see
+    pending ones.
     Small packs are rolled up as they accumulate (kz_projector.gitpacks).
     """
 
