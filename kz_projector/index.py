@@ -10,8 +10,9 @@ you need the old one.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -43,6 +44,7 @@ __all__ = [
     "ValueRec",
     "digest_needed",
     "fold_index",
+    "headline_spread",
     "render_index",
     "with_facts",
 ]
@@ -112,15 +114,42 @@ def with_facts(state: IndexState, digest: str, facts: PackageSummary) -> IndexSt
     return state
 
 
-def _spread(result: dict[str, Any]) -> tuple[float | None, float | None]:
+def headline_spread(result: dict[str, Any]) -> tuple[float | None, float | None]:
+    """The p10-p90 spread of a result's headline value.
+
+    A headline that is one workload's value has that workload's spread. One that aggregates
+    several (the examples' geometric mean of medians) has each bound at the geometric mean of
+    the workloads' p10/median and p90/median ratios, times the headline: the board compares
+    and ties results by this spread, so it must be the headline's, not any one workload's.
+    (The web UI derives the same when a score comes without one.)
+    """
     headline = result.get("metric", {}).get("value")
-    stats = [w.get("stats") for w in result.get("workloads") or [] if isinstance(w, dict)]
-    chosen = [s for w, s in zip(result.get("workloads") or [], stats, strict=False)
-              if isinstance(s, dict) and w.get("value") == headline] or [
-        s for s in stats if isinstance(s, dict)]
-    if not chosen or "p10" not in chosen[0] or "p90" not in chosen[0]:
+    if not _positive(headline):
         return None, None
-    return float(chosen[0]["p10"]), float(chosen[0]["p90"])
+    rows: list[tuple[object, float, float, float]] = []  # value, p10, p90, median
+    for workload in result.get("workloads") or []:
+        stats = workload.get("stats") if isinstance(workload, dict) else None
+        if not isinstance(stats, dict):
+            continue
+        p10, p90, mid = stats.get("p10"), stats.get("p90"), stats.get("median", stats.get("mean"))
+        if _positive(p10) and _positive(p90) and _positive(mid):
+            rows.append((workload.get("value"), float(p10), float(p90), float(mid)))
+    for value, p10, p90, _ in rows:
+        if value == headline:
+            return p10, p90
+    if not rows:
+        return None, None
+    low = _geomean([p10 / mid for _, p10, _, mid in rows])
+    high = _geomean([p90 / mid for _, _, p90, mid in rows])
+    return float(headline) * low, float(headline) * high
+
+
+def _positive(x: object) -> TypeGuard[float]:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def _kernel(state: IndexState, kernel_id: str) -> KernelInfo:
@@ -136,7 +165,7 @@ def _touch(state: IndexState, kernel_id: str, at: str) -> None:
 
 def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -> None:
     info = _kernel(state, event.kernel_id)
-    p10, p90 = _spread(event.result)
+    p10, p90 = headline_spread(event.result)
     rec = ValueRec(float(event.result["metric"]["value"]), event.submitter_id,
                    event.submission_id, at, seq, p10, p90)
     info.accepted[event.submission_id] = rec

@@ -20,7 +20,14 @@ from kz_events.events import (
 )
 from kz_package.schemas import validate
 from kz_package.yaml_safe import load_yaml
-from kz_projector.index import IndexState, digest_needed, fold_index, render_index, with_facts
+from kz_projector.index import (
+    IndexState,
+    digest_needed,
+    fold_index,
+    headline_spread,
+    render_index,
+    with_facts,
+)
 from kz_projector.scoreboard import (
     Accepted,
     Board,
@@ -194,3 +201,36 @@ def test_lost_tasks_are_last_attempts_quiet_past_lease_and_grace() -> None:
 def test_rendered_yaml_loads_back_to_the_same_data(doc: dict[str, Any]) -> None:
     """The scoreboard's YAML reads back, through the strict package loader, as the same data."""
     assert load_yaml(render_yaml(doc), path="bench_result.yaml") == doc
+
+
+def _workload(name: str, median: float, p10: float, p90: float) -> dict[str, Any]:
+    return {"name": name, "value": median, "stats": {"median": median, "p10": p10, "p90": p90}}
+
+
+def test_the_spread_of_a_headline_that_is_one_workloads_value_is_that_workloads() -> None:
+    result = {"metric": {**METRIC, "value": 300.0},
+              "workloads": [_workload("small", 100.0, 90.0, 120.0),
+                            _workload("large", 300.0, 280.0, 330.0)]}
+    assert headline_spread(result) == (280.0, 330.0)
+
+
+def test_the_spread_of_an_aggregate_headline_scales_the_workloads_ratios() -> None:
+    """A geometric mean of medians gets the geometric mean of each workload's p10/median and
+    p90/median: the board compares and ties by it, so it must bracket the headline."""
+    result = {"metric": {**METRIC, "value": 200.0},  # geomean of 100 and 400
+              "workloads": [_workload("small", 100.0, 81.0, 144.0),
+                            _workload("large", 400.0, 400.0, 400.0)]}
+    p10, p90 = headline_spread(result)
+    assert p10 == pytest.approx(200.0 * 0.9) and p90 == pytest.approx(200.0 * 1.2)
+    assert p10 <= 200.0 <= p90
+
+
+@pytest.mark.parametrize("workloads", [
+    [],
+    [{"name": "w", "value": 1.0}],
+    [_workload("w", 0.0, 0.0, 0.0)],
+    [{"name": "w", "value": 1.0, "stats": {"median": 1.0, "p10": None, "p90": 2.0}}],
+])
+def test_a_headline_without_usable_stats_has_no_spread(workloads: list[Any]) -> None:
+    assert headline_spread({"metric": {**METRIC, "value": 2.0}, "workloads": workloads}) == (
+        None, None)
