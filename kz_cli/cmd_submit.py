@@ -20,7 +20,7 @@ import httpx
 
 from kz_events.config import load_settings
 from kz_events.ids import KernelId
-from kz_package import PackageError, pack_directory, validate_tarball
+from kz_package import PackageError, Problem, pack_directory, validate_tarball
 
 __all__ = ["exit_code_for", "register"]
 
@@ -99,10 +99,10 @@ class _Client:
             raise SystemExit(f"kz: cannot reach {self.http.base_url}: {exc}") from exc
 
 
-def _error_lines(body: dict[str, Any]) -> list[str]:
+def error_lines(body: dict[str, Any]) -> list[str]:
     error = body.get("error", {})
     problems = error.get("details", {}).get("problems", [])
-    lines = [f"{p['path']}: {p['field']}: {p['message']}" for p in problems]
+    lines = [str(Problem(p["path"], p["field"], p["message"])) for p in problems]
     return lines or [f"{error.get('code', 'error')}: {error.get('message', body)}"]
 
 
@@ -166,7 +166,7 @@ def _refused(
         print(json.dumps(body))
     else:
         print(f"kz: package {where}: {message}", file=sys.stderr)
-        for line in _error_lines(body):
+        for line in error_lines(body):
             print(f"  {line}", file=sys.stderr)
     return 2
 
@@ -201,7 +201,7 @@ def _follow(client: _Client, sid: str, as_json: bool, timeout_s: float) -> int:
             "GET", f"/api/submissions/{sid}/status", params={"since": since, "timeout": 30}
         )
         if response.status_code != 200:
-            print("\n".join(_error_lines(response.json())), file=sys.stderr)
+            print("\n".join(error_lines(response.json())), file=sys.stderr)
             return 2
         doc = response.json()
         since = int(doc.get("version", since))
@@ -223,7 +223,7 @@ def _handle_status(args: argparse.Namespace) -> int:
     response = client.call("GET", f"/api/submissions/{args.submission_id}/status")
     body = response.json()
     if response.status_code != 200:
-        print("\n".join(_error_lines(body)), file=sys.stderr)
+        print("\n".join(error_lines(body)), file=sys.stderr)
         return 2
     print(json.dumps(body, indent=2) if args.json else _describe(body))
     return 0
@@ -239,7 +239,7 @@ def _handle_claim(args: argparse.Namespace) -> int:
         response = client.call("POST", path, json={"ttl_s": args.ttl})
     body = response.json() if response.content else {}
     if response.status_code >= 400:
-        print("\n".join(_error_lines(body)), file=sys.stderr)
+        print("\n".join(error_lines(body)), file=sys.stderr)
         return 2
     print(json.dumps(body, indent=None if args.json else 2))
     return 0
@@ -251,14 +251,30 @@ def _handle_kernels(args: argparse.Namespace) -> int:
     response = client.call("GET", "/api/kernels", params=params)
     body = response.json()
     if response.status_code != 200:
-        print("\n".join(_error_lines(body)), file=sys.stderr)
+        print("\n".join(error_lines(body)), file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(body))
         return 0
     items = body.get("items", body if isinstance(body, list) else [])
-    for kernel in items:
-        best = (kernel.get("best") or {}).get("value")
-        metric = kernel.get("metric") or {}
-        print(f"{kernel.get('id', kernel.get('kernel_id'))}  best={best} {metric.get('unit', '')}")
+    print("\n".join(kernel_table(items)))
     return 0
+
+
+def kernel_table(kernels: list[dict[str, Any]]) -> list[str]:
+    """`kz kernels`: one aligned line per kernel with its best value (4 significant digits,
+    its unit), who holds it and how many results were accepted."""
+    rows = [("KERNEL", "BEST", "BY", "ACCEPTED")]
+    for kernel in kernels:
+        best = kernel.get("best") or {}
+        value = best.get("value")
+        unit = (kernel.get("metric") or {}).get("unit", "")
+        shown = f"{value:.4g} {unit}".strip() if isinstance(value, int | float) else "-"
+        rows.append((str(kernel.get("id", kernel.get("kernel_id"))), shown,
+                     str(best.get("submitter") or "-"), str(kernel.get("accepted_count", 0))))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)),
+                   row[3]])
+        for row in rows
+    ] if kernels else ["no kernels"]

@@ -69,7 +69,7 @@ def run_validate(args: argparse.Namespace) -> int:
             print(json.dumps({"valid": False, "error": error}, indent=2))
         else:
             for problem in exc.problems:
-                print(f"{problem.path}: {problem.field}: {problem.message}")
+                print(problem)
         return 1
     if args.json:
         print(json.dumps({"valid": True, "kernel_id": str(package.kernel_id), "sha256": digest}))
