@@ -7,8 +7,8 @@ import sys
 from typing import Any
 
 from kz_cli import aio
+from kz_cli.local import nats_url_for
 from kz_events.config import load_settings
-from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog
 from kz_events.events import UnknownEvent
 
@@ -42,9 +42,7 @@ def format_event(seq: int, event: Any) -> str:
 
 def _handle_tail(args: argparse.Namespace) -> int:
     settings = load_settings(config_file=args.config)
-    url = args.nats_url or settings.nats_url
-    if not url:
-        raise ConfigError("KZ_NATS_URL: expected the NATS URL of the running stack")
+    url = nats_url_for(args.nats_url, settings)
     try:
         aio.run(_tail(url, args.from_seq, args.count))
     except KeyboardInterrupt:

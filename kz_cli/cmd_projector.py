@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kz_cli import aio
+from kz_cli.local import nats_url_for
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
@@ -62,9 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awaitable[T]]) -> T:
     settings = load_settings(config_file=args.config)
-    url = args.nats_url or settings.nats_url
-    if not url:
-        raise ConfigError("KZ_NATS_URL: expected the NATS URL of the running stack")
+    url = nats_url_for(args.nats_url, settings)
 
     async def main() -> T:
         options = LogOptions(replicas=settings.replicas)

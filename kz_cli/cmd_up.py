@@ -20,6 +20,7 @@ import uvicorn
 from kz_api import create_app
 from kz_cli import aio
 from kz_cli.demo import EXAMPLES, submit_demo
+from kz_cli.local import URL_FILE, forget_local_url, remember_local_url
 from kz_events.config import Settings, load_settings
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.events import KernelImported
@@ -86,6 +87,7 @@ async def run_stack(
         )
         await asyncio.to_thread(server.start)
         url = server.url
+        remember_local_url(Path(settings.data_dir), url)
     settings = msgspec.structs.replace(settings, nats_url=url)
     elog = await EventLog.connect(url, LogOptions(replicas=settings.replicas), name="kz-up")
     await elog.ensure()
@@ -115,7 +117,8 @@ async def run_stack(
         print(
             f"\nkernel zoo is up: {base_url}/webui/\n"
             f"  submit:  kz submit DIR --kernel-id ID --server {base_url}\n"
-            f"  events:  kz events tail --nats-url {url}\n"
+            "  events:  kz events tail   (also kz audit, kz index: NATS at "
+            f"{url}, written to {Path(settings.data_dir) / URL_FILE})\n"
             "  stop:    Ctrl-C\n",
             flush=True,
         )
@@ -134,6 +137,7 @@ async def run_stack(
             projectors.close()
         await elog.close()
         if server is not None:
+            forget_local_url(Path(settings.data_dir))
             await asyncio.to_thread(server.stop)
 
 

@@ -53,6 +53,21 @@ def stack(tmp_path: Path) -> Iterator[str]:
         up.wait_or_kill(30)
 
 
+def test_commands_next_to_kz_up_find_its_nats_server(stack: str, tmp_path: Path) -> None:
+    """`kz up` writes its embedded server's URL into its data dir; `kz events tail` run with
+    the same data dir needs no --nats-url (the port changes every start)."""
+    env = {**os.environ, "KZ_DATA_DIR": str(tmp_path / "kz")}
+    env.pop("KZ_NATS_URL", None)
+    tail = kz("events", "tail", "--from-seq", "1", "--count", "1", env=env, timeout=60)
+    assert tail.returncode == 0, tail.stderr
+    assert tail.stdout.split()[0] == "1"  # the first event of the log, with its sequence
+
+    elsewhere = {**env, "KZ_DATA_DIR": str(tmp_path / "nothing-here")}
+    lost = kz("events", "tail", "--count", "1", env=elsewhere)
+    assert lost.returncode != 0
+    assert "KZ_NATS_URL" in lost.stderr and "nats.url" in lost.stderr
+
+
 def test_kz_submit_follows_a_package_to_its_commits(stack: str) -> None:
     """`kz submit --json` of a valid package exits 0 with the committed status and both commits."""
     done = kz(
