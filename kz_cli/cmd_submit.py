@@ -241,8 +241,16 @@ def _handle_claim(args: argparse.Namespace) -> int:
     if response.status_code >= 400:
         print("\n".join(error_lines(body)), file=sys.stderr)
         return 2
-    print(json.dumps(body, indent=None if args.json else 2))
+    print(json.dumps(body) if args.json else claim_line(body))
     return 0
+
+
+def claim_line(lease: dict[str, Any]) -> str:
+    """`kz claim`'s answer for people: who holds the kernel and until when, or that it is free."""
+    if not lease.get("holder"):
+        return f"released {lease.get('kernel_id')}: nobody holds it"
+    return (f"{lease['holder']} holds {lease.get('kernel_id')} until {lease.get('expires_at')} "
+            f"(lease {lease.get('lease_id')}; renew with kz claim, give back with --release)")
 
 
 def _handle_kernels(args: argparse.Namespace) -> int:

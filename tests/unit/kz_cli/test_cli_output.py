@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kz_cli.cmd_submit import error_lines, kernel_table
+from kz_cli.cmd_submit import claim_line, error_lines, kernel_table
 
 pytestmark = pytest.mark.unit
 
@@ -34,3 +34,11 @@ def test_a_problem_about_a_whole_file_has_no_empty_field() -> None:
         "pkg: package must be a directory",
         ".kernel_package/desc.yaml: metric.better: must be one of lower, higher",
     ]
+
+
+def test_a_claim_says_who_holds_the_kernel_until_when() -> None:
+    held = {"kernel_id": "cpu/a/b/fp32/k", "holder": "you", "lease_id": "L",
+            "expires_at": "2026-11-30T16:37:45Z"}
+    assert claim_line(held).startswith("you holds cpu/a/b/fp32/k until 2026-11-30T16:37:45Z")
+    free = {"kernel_id": "cpu/a/b/fp32/k", "holder": None, "lease_id": None, "expires_at": None}
+    assert claim_line(free) == "released cpu/a/b/fp32/k: nobody holds it"
