@@ -26,14 +26,13 @@ from kz_testing import KzProcess, kz_argv
 
 pytestmark = pytest.mark.integration
 
-# Every module schemathesis imports lazily, loaded now rather than deep inside a running test
-# (the loader, `as_strategy`, the transports): compiling a module under a deep stack can hit
+# Every module of schemathesis, loaded now rather than lazily deep inside a running test (the
+# loader, `as_strategy`'s hooks, the transports): compiling a module under a deep stack can hit
 # the CPython 3.11.7 AST recursion-depth bug in pytest's assertion rewriter (tests/conftest).
-for _package in ("schemathesis.python", "schemathesis.specs.openapi", "schemathesis.transport"):
-    _root = importlib.import_module(_package)
-    for _module in pkgutil.walk_packages(_root.__path__, f"{_package}."):
-        with contextlib.suppress(ImportError):  # optional integrations (django, ...)
-            importlib.import_module(_module.name)
+# The whole package, not a list of its subpackages: each list so far missed one.
+for _module in pkgutil.walk_packages(schemathesis.__path__, "schemathesis."):
+    with contextlib.suppress(Exception):  # optional integrations (django, ...) and entry points
+        importlib.import_module(_module.name)
 
 CHECKS = [
     not_a_server_error,

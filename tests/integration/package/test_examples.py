@@ -54,7 +54,7 @@ def test_kz_validate_passes_on_every_example(
 def test_kz_validate_lists_every_problem_and_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A broken copy of an example fails with one `<path>: <field>: <message>` line per problem."""
+    """A broken copy of an example fails with one `<path>: [<field>: ]<message>` line per problem."""
     package = tmp_path / "pkg"
     shutil.copytree(EXAMPLES / "cpu/GEMM/dense/fp32/numpy_ref", package)
     desc = package / ".kernel_package" / "desc.yaml"
@@ -62,7 +62,7 @@ def test_kz_validate_lists_every_problem_and_exits_1(
     (package / ".kernel_package" / "benchmark.py").unlink()
     assert main(["validate", str(package)]) == 1
     assert capsys.readouterr().out.splitlines() == [
-        ".kernel_package/benchmark.py: : is required",
+        ".kernel_package/benchmark.py: is required",
         '.kernel_package/desc.yaml: metric.better: must be "lower" or "higher", got "faster"',
     ]
     assert main(["validate", str(package), "--json"]) == 1
