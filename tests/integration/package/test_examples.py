@@ -54,7 +54,7 @@ def test_kz_validate_passes_on_every_example(
 def test_kz_validate_lists_every_problem_and_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A broken copy of an example fails with one `<path>: [<field>: ]<message>` line per problem."""
+    """A broken copy of an example fails with one line per problem: path, field, message."""
     package = tmp_path / "pkg"
     shutil.copytree(EXAMPLES / "cpu/GEMM/dense/fp32/numpy_ref", package)
     desc = package / ".kernel_package" / "desc.yaml"
