@@ -22,7 +22,7 @@ from kz_testing import KzProcess, kz_argv
 
 __all__ = ["Stack", "pack_variant", "start_stack", "submit_package"]
 
-BANNER = re.compile(r"--nats-url (\S+)")
+BANNER = re.compile(r"NATS at (nats://[^,\s]+)")  # kz up's banner, printed once it serves
 TERMINAL = {"committed", "rejected", "failed", "cancelled"}
 # What the stub backend answers per demo submission (kernel id, submitter): plausible numbers.
 DEMO_VALUES = {
