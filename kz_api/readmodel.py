@@ -157,7 +157,8 @@ class ReadModels:
             if remaining <= 0:
                 return False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._tick.wait(), remaining)
+                async with asyncio.timeout(remaining):  # not wait_for: it can drop a cancel
+                    await self._tick.wait()
         return True
 
     async def wait_change(self, submission_id: str, since: int, timeout_s: float) -> bool:
@@ -170,7 +171,8 @@ class ReadModels:
                 return False
             event = self._changed.setdefault(submission_id, asyncio.Event())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await event.wait()
         return True
 
     def waiting(self, submission_id: str) -> bool:

@@ -92,11 +92,15 @@ TRANSIENT = (
 
 
 async def take(queue: asyncio.Queue[T], timeout_s: float) -> T:
-    """The next item of a follower's queue; TimeoutError after `timeout_s` without one. An item
-    already waiting (the common case under load) is taken without `wait_for`'s task."""
+    """The next item of a follower's queue; TimeoutError after `timeout_s` without one.
+
+    `asyncio.timeout`, not `asyncio.wait_for`: on CPython 3.11 `wait_for` drops a cancel that
+    arrives in the same loop pass as the item, and a follow loop built on it never stops.
+    """
     if not queue.empty():
         return queue.get_nowait()
-    return await asyncio.wait_for(queue.get(), timeout_s)
+    async with asyncio.timeout(timeout_s):
+        return await queue.get()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,8 +151,8 @@ class EventLog:
         nc_box: list[Client] = []
         connect_timeout_s = connect_kw.pop("connect_timeout_s", 15.0)
         try:
-            nc = await asyncio.wait_for(
-                nats.connect(
+            async with asyncio.timeout(connect_timeout_s):
+                nc = await nats.connect(
                     servers=[part.strip() for part in url.split(",") if part.strip()],
                     name=name,
                     connect_timeout=2,
@@ -159,9 +163,7 @@ class EventLog:
                     reconnected_cb=on_reconnect,
                     error_cb=on_error,
                     **connect_kw,
-                ),
-                connect_timeout_s,
-            )
+                )
         except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
             raise LogUnavailable(
                 f"cannot reach NATS at {url} within {connect_timeout_s:.0f}s: {exc!r}"
@@ -561,8 +563,8 @@ class EventLog:
         if start is not None:
             sink.seek(start)
             sink.truncate()
-        timeout = self.options.object_get_timeout_s
-        return await asyncio.wait_for(store.get(key, writeinto=sink), timeout)  # type: ignore[arg-type]
+        async with asyncio.timeout(self.options.object_get_timeout_s):
+            return await store.get(key, writeinto=sink)  # type: ignore[arg-type]
 
     async def get_object_bytes(self, bucket: str, key: str) -> bytes:
         sink = io.BytesIO()

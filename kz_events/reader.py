@@ -108,7 +108,8 @@ class BatchReader:
         assert self._sub is not None
         await self._nc.publish(subject, request, reply=self._sub.subject)
         try:
-            await asyncio.wait_for(self._done.wait(), self._timeout_s)
+            async with asyncio.timeout(self._timeout_s):  # not wait_for: it can drop a cancel
+                await self._done.wait()
         except TimeoutError as exc:
             await self._abandon()
             raise nats.errors.TimeoutError from exc

@@ -15,7 +15,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from kz_api.context import Ctx
 from kz_api.openapi import errors
-from kz_events.eventlog import EventLog, Stored
+from kz_events.eventlog import EventLog, Stored, take
 from kz_events.events import UnknownEvent, encode_event
 from kz_events.subjects import EVENTS_SUBJECTS
 
@@ -45,7 +45,7 @@ async def _feed(
     try:
         while limit is None or sent < limit:
             try:
-                seq, event = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                seq, event = await take(queue, KEEPALIVE_S)
             except TimeoutError:
                 yield ServerSentEventMessage(comment="keep-alive")
                 continue
