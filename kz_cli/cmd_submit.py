@@ -272,6 +272,8 @@ def _handle_kernels(args: argparse.Namespace) -> int:
 def kernel_table(kernels: list[dict[str, Any]]) -> list[str]:
     """`kz kernels`: one aligned line per kernel with its best value (4 significant digits,
     its unit), who holds it and how many results were accepted."""
+    if not kernels:
+        return ["no kernels"]
     rows = [("KERNEL", "BEST", "BY", "ACCEPTED")]
     for kernel in kernels:
         best = kernel.get("best") or {}
@@ -280,9 +282,5 @@ def kernel_table(kernels: list[dict[str, Any]]) -> list[str]:
         shown = f"{value:.4g} {unit}".strip() if isinstance(value, int | float) else "-"
         rows.append((str(kernel.get("id", kernel.get("kernel_id"))), shown,
                      str(best.get("submitter") or "-"), str(kernel.get("accepted_count", 0))))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return [
-        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)),
-                   row[3]])
-        for row in rows
-    ] if kernels else ["no kernels"]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]  # the last column ragged
+    return ["  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]) for row in rows]

@@ -19,6 +19,7 @@ __all__ = [
     "Digest",
     "KernelId",
     "SubmissionId",
+    "is_digest",
     "new_submission_id",
     "parse_arch",
     "parse_digest",
@@ -107,8 +108,13 @@ def parse_arch(text: str) -> Arch:
     return Arch(text)
 
 
+def is_digest(text: str) -> bool:
+    """Whether `text` is a package digest: a SHA-256 in lowercase hex."""
+    return _DIGEST.fullmatch(text) is not None
+
+
 def parse_digest(text: str) -> Digest:
-    if not _DIGEST.fullmatch(text):
+    if not is_digest(text):
         raise InvalidInput(f"digest must be 64 lowercase hex characters, got {text!r}")
     return Digest(text)
 

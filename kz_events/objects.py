@@ -49,6 +49,7 @@ from nats.js.object_store import (
 
 from kz_events.errors import ObjectCorrupt
 from kz_events.expect import SubjectMoved, publish_expecting
+from kz_events.ids import is_digest
 
 __all__ = [
     "SMALL_OBJECT_BYTES",
@@ -63,11 +64,6 @@ __all__ = [
 MESSAGE_GET_CHUNKS = 8  # objects of more chunks are read through a consumer
 SMALL_OBJECT_BYTES = MESSAGE_GET_CHUNKS * OBJ_DEFAULT_CHUNK_SIZE  # written by put_new_object
 CACHED_OBJECT_BYTES = 1 << 20  # the largest object kept in the cache
-
-
-def _is_content_key(key: str) -> bool:
-    """Whether `key` looks like a SHA-256 in hex, the name of a content-addressed object."""
-    return len(key) == 64 and all(c in "0123456789abcdef" for c in key)
 
 
 def content_nuid(key: str) -> str:
@@ -155,7 +151,7 @@ async def read_small_object(
     it was replaced during the read (worth another try); `ObjectCorrupt` when the content
     does not match the digest.
     """
-    if _is_content_key(key) and (data := await _by_content(js, bucket, key)) is not None:
+    if is_digest(key) and (data := await _by_content(js, bucket, key)) is not None:
         return data
     info = await store.get_info(key)
     if info.is_link() or (info.chunks or 0) > MESSAGE_GET_CHUNKS:

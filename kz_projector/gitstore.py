@@ -1,7 +1,8 @@
 """Object-level git with dulwich: blobs, trees and commits first, then one compare-and-swap.
 
 No working tree is needed and no `git` process runs. A non-bare repo's checkout is refreshed
-after the branch moved. A `<ref>.lock` left by a crash is reported, never deleted.
+after the branch moved. A `<ref>.lock` left by a writer that died holding it is removed once it
+has stayed unchanged for `STALE_REF_LOCK_S`; a live writer's stops the move (`Writer.move`).
 """
 
 from __future__ import annotations
