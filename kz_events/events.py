@@ -21,6 +21,7 @@ __all__ = [
     "ALL_EVENT_TYPES",
     "EVENT_CLASSES",
     "LIVE_EVENT_TYPES",
+    "BoardReviewed",
     "Event",
     "EventMeta",
     "KernelClaimed",
@@ -43,7 +44,11 @@ __all__ = [
     "SubmissionRejected",
     "SubmissionResult",
     "SubmissionSubmitted",
+    "SubmissionSuspectCleared",
+    "SubmissionSuspected",
+    "SuspectReason",
     "TaskHeartbeat",
+    "TripwireHit",
     "UnknownEvent",
     "checked_event",
     "decode_event",
@@ -104,6 +109,25 @@ class PackageSummary(msgspec.Struct, frozen=True, kw_only=True):
     metric: dict[str, str] | None = None
 
 
+class TripwireHit(msgspec.Struct, frozen=True, kw_only=True):
+    """One place in a package's `src/` that the static tripwire asks a maintainer to look at."""
+
+    code: str
+    path: str
+    line: int = 0
+    message: str = ""
+
+
+class SuspectReason(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a result is suspect: a tripwire hit in the package or a flag the judge raised."""
+
+    source: Literal["tripwire", "runtime"]
+    code: str
+    message: str = ""
+    path: str | None = None
+    line: int | None = None
+
+
 # --- submission aggregate -------------------------------------------------------------------
 
 
@@ -128,6 +152,7 @@ class SubmissionSubmitted(_SubmissionBase, frozen=True, kw_only=True, tag="submi
     new_kernel: bool = False
     max_attempts: int = 3
     summary: PackageSummary | None = None
+    tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
 
 
 class SubmissionClaimed(_SubmissionBase, frozen=True, kw_only=True, tag="claimed"):
@@ -186,6 +211,19 @@ class SubmissionDisqualified(_SubmissionBase, frozen=True, kw_only=True, tag="di
     reason: str
 
 
+class SubmissionSuspected(_SubmissionBase, frozen=True, kw_only=True, tag="suspect"):
+    """The referee marked a result suspect for maintainers; it changes no verdict or commit."""
+
+    result_seq: int
+    reasons: list[SuspectReason]
+
+
+class SubmissionSuspectCleared(_SubmissionBase, frozen=True, kw_only=True, tag="suspect_cleared"):
+    """A maintainer looked at a suspect result and cleared it."""
+
+    reason: str = ""
+
+
 # --- kernel aggregate -----------------------------------------------------------------------
 
 
@@ -216,6 +254,14 @@ class KernelClaimed(_KernelBase, frozen=True, kw_only=True, tag="kernel_claimed"
 class KernelReleased(_KernelBase, frozen=True, kw_only=True, tag="kernel_released"):
     holder: str
     lease_id: str
+
+
+class BoardReviewed(_KernelBase, frozen=True, kw_only=True, tag="board_reviewed"):
+    """A maintainer accepted the judge of `kernel_id` as its board's judge
+    (`arch/op_class/sub_class/quant`): the board is reviewed and that judge is the one its new
+    kernels must carry."""
+
+    message: str = ""
 
 
 # --- runner aggregate -----------------------------------------------------------------------
@@ -272,8 +318,10 @@ SubmissionEvent = (
     | SubmissionCancelled
     | SubmissionCommitted
     | SubmissionDisqualified
+    | SubmissionSuspected
+    | SubmissionSuspectCleared
 )
-KernelEvent = KernelImported | KernelClaimed | KernelReleased
+KernelEvent = KernelImported | KernelClaimed | KernelReleased | BoardReviewed
 RunnerEvent = RunnerRegistered | RunnerDeregistered
 LiveEvent = TaskHeartbeat | RunnerHeartbeat
 Event = SubmissionEvent | KernelEvent | RunnerEvent | LiveEvent
@@ -288,9 +336,12 @@ EVENT_CLASSES: tuple[type[_Base], ...] = (
     SubmissionCancelled,
     SubmissionCommitted,
     SubmissionDisqualified,
+    SubmissionSuspected,
+    SubmissionSuspectCleared,
     KernelImported,
     KernelClaimed,
     KernelReleased,
+    BoardReviewed,
     RunnerRegistered,
     RunnerDeregistered,
     TaskHeartbeat,

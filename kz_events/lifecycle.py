@@ -31,6 +31,10 @@ from kz_events.events import (
     SubmissionRejected,
     SubmissionResult,
     SubmissionSubmitted,
+    SubmissionSuspectCleared,
+    SubmissionSuspected,
+    SuspectReason,
+    TripwireHit,
     UnknownEvent,
 )
 
@@ -39,11 +43,13 @@ __all__ = [
     "Cancel",
     "Claim",
     "ClaimKernel",
+    "ClearSuspect",
     "Commit",
     "Disqualify",
     "Fail",
     "Judge",
     "KernelLease",
+    "MarkSuspect",
     "MetricSpec",
     "ReleaseKernel",
     "ReportResult",
@@ -56,6 +62,7 @@ __all__ = [
     "evolve_lease",
     "fold",
     "fold_lease",
+    "suspect_reasons",
 ]
 
 
@@ -97,6 +104,9 @@ class SubmissionState(msgspec.Struct, frozen=True, kw_only=True):
     error_code: str | None = None
     error_message: str | None = None
     disqualified: str | None = None
+    tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
+    suspect: list[SuspectReason] | None = None  # None: never marked suspect
+    suspect_cleared: str | None = None  # the maintainer's reason, once cleared
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -126,6 +136,7 @@ class Submit(msgspec.Struct, frozen=True, kw_only=True):
     new_kernel: bool = False
     max_attempts: int = 3
     summary: PackageSummary | None = None
+    tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):
@@ -180,7 +191,31 @@ class Disqualify(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-Command = Submit | Claim | ReportResult | Judge | Fail | Cancel | Commit | Disqualify
+class MarkSuspect(msgspec.Struct, frozen=True, kw_only=True):
+    """The referee's command: mark the current result suspect before its verdict is appended."""
+
+    meta: EventMeta
+    result_seq: int
+    reasons: list[SuspectReason]
+
+
+class ClearSuspect(msgspec.Struct, frozen=True, kw_only=True):
+    meta: EventMeta
+    reason: str = ""
+
+
+Command = (
+    Submit
+    | Claim
+    | ReportResult
+    | Judge
+    | Fail
+    | Cancel
+    | Commit
+    | Disqualify
+    | MarkSuspect
+    | ClearSuspect
+)
 
 
 def _refuse(code: str, message: str, **details: Any) -> RuleViolation:
@@ -214,6 +249,8 @@ def decide(state: SubmissionState, command: Command) -> list[Event]:
         Cancel: _decide_cancel,
         Commit: _decide_commit,
         Disqualify: _decide_disqualify,
+        MarkSuspect: _decide_mark_suspect,
+        ClearSuspect: _decide_clear_suspect,
     }
     events: list[Event] = handlers[type(command)](state, command)  # type: ignore[operator]
     return events
@@ -400,6 +437,49 @@ def _decide_disqualify(state: SubmissionState, cmd: Disqualify) -> list[Event]:
     return [SubmissionDisqualified(**_ids(state, cmd.meta), reason=cmd.reason)]
 
 
+def suspect_reasons(
+    tripwire: Iterable[TripwireHit], result: dict[str, Any] | None
+) -> list[SuspectReason]:
+    """Why a result is suspect: the package's tripwire hits, then the judge's runtime `flags`
+    (result documents of version 2; a version 1 document has none). Empty: not suspect."""
+    reasons = [
+        SuspectReason(source="tripwire", code=h.code, message=h.message, path=h.path, line=h.line)
+        for h in tripwire
+    ]
+    flags = result.get("flags") if isinstance(result, dict) else None
+    for flag in flags if isinstance(flags, list) else []:
+        if isinstance(flag, dict) and isinstance(flag.get("code"), str):
+            message = flag.get("message")
+            reasons.append(
+                SuspectReason(
+                    source="runtime",
+                    code=flag["code"][:64],
+                    message=message[:500] if isinstance(message, str) else "",
+                )
+            )
+    return reasons
+
+
+def _decide_mark_suspect(state: SubmissionState, cmd: MarkSuspect) -> list[Event]:
+    if state.status is not Status.RUNNING or state.result_seq != cmd.result_seq:
+        raise _refuse("stale_result", "the result is not the current claim's result")
+    if state.suspect is not None or not cmd.reasons:
+        return []  # marked already (a retried judgement), or nothing to mark
+    return [
+        SubmissionSuspected(
+            **_ids(state, cmd.meta), result_seq=cmd.result_seq, reasons=list(cmd.reasons)
+        )
+    ]
+
+
+def _decide_clear_suspect(state: SubmissionState, cmd: ClearSuspect) -> list[Event]:
+    if state.suspect is None:
+        raise _refuse("not_suspect", f"submission is not marked suspect (it is {state.status})")
+    if state.suspect_cleared is not None:
+        raise _refuse("already_cleared", "the suspect mark was cleared already")
+    return [SubmissionSuspectCleared(**_ids(state, cmd.meta), reason=cmd.reason)]
+
+
 # --- evolve ---------------------------------------------------------------------------------
 
 
@@ -428,6 +508,7 @@ def _changes(
                 "package_digest": event.package_digest,
                 "max_attempts": event.max_attempts,
                 "created_at": event.occurred_at,
+                "tripwire": list(event.tripwire),
             }
         case SubmissionClaimed():
             return {
@@ -469,6 +550,10 @@ def _changes(
             }
         case SubmissionDisqualified():
             return {"disqualified": event.reason}
+        case SubmissionSuspected():
+            return {"suspect": list(event.reasons), "suspect_cleared": None}
+        case SubmissionSuspectCleared():
+            return {"suspect_cleared": event.reason or f"cleared by {event.actor}"}
     return None
 
 

@@ -16,6 +16,7 @@ from kz_events.events import (
     ALL_EVENT_TYPES,
     EVENT_CLASSES,
     LIVE_EVENT_TYPES,
+    BoardReviewed,
     Event,
     KernelClaimed,
     KernelImported,
@@ -33,7 +34,11 @@ from kz_events.events import (
     SubmissionRejected,
     SubmissionResult,
     SubmissionSubmitted,
+    SubmissionSuspectCleared,
+    SubmissionSuspected,
+    SuspectReason,
     TaskHeartbeat,
+    TripwireHit,
     UnknownEvent,
     decode_event,
     encode_event,
@@ -81,6 +86,7 @@ SAMPLES: dict[str, Event] = {
             title="Row softmax", language="triton",
             metric={"name": "latency", "unit": "us", "better": "lower"},
         ),
+        tripwire=[TripwireHit(code="gc", path="src/k.py", line=3, message="uses gc")],
     ),
     "claimed": SubmissionClaimed(
         **_sub(2, "runner-1"), runner_id="runner-1", attempt=1, lease_id="L1"
@@ -117,6 +123,16 @@ SAMPLES: dict[str, Event] = {
         **_sub(8, "git"), source_commit="b" * 40, bench_result_commit="c" * 40, accepted_seq=4
     ),
     "disqualified": SubmissionDisqualified(**_sub(9, "maintainer"), reason="cheated timing"),
+    "suspect": SubmissionSuspected(
+        **_sub(17, "referee"),
+        result_seq=3,
+        reasons=[
+            SuspectReason(source="tripwire", code="gc", message="uses gc", path="src/k.py", line=3),
+            SuspectReason(source="runtime", code="extra_threads", message="a thread outlived"),
+        ],
+    ),
+    "suspect_cleared": SubmissionSuspectCleared(**_sub(18, "maintainer"), reason="gc for a pool"),
+    "board_reviewed": BoardReviewed(**_meta(19, "maintainer"), kernel_id=KID, message="ok"),
     "imported": KernelImported(
         **_meta(10, "importer"),
         kernel_id=KID,
