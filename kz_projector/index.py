@@ -17,6 +17,7 @@ from typing import Any, TypeGuard
 import msgspec
 
 from kz_events.events import (
+    BoardReviewed,
     Event,
     KernelClaimed,
     KernelImported,
@@ -32,6 +33,8 @@ from kz_events.events import (
     SubmissionFailed,
     SubmissionRejected,
     SubmissionSubmitted,
+    SubmissionSuspectCleared,
+    SubmissionSuspected,
     UnknownEvent,
 )
 from kz_events.ids import KernelId
@@ -39,9 +42,11 @@ from kz_projector.scoreboard import iso
 
 __all__ = [
     "HISTORY_LENGTH",
+    "BoardInfo",
     "IndexState",
     "KernelInfo",
     "ValueRec",
+    "board_of",
     "digest_needed",
     "fold_index",
     "headline_spread",
@@ -65,6 +70,7 @@ class ValueRec:
     p90: float | None = None
     commit: str | None = None
     disqualified: bool = False
+    suspect: bool = False
 
     def doc(self) -> dict[str, Any]:
         out: dict[str, Any] = {"value": self.value, "submitter": self.submitter,
@@ -72,7 +78,35 @@ class ValueRec:
                                "commit": self.commit}
         if self.p10 is not None and self.p90 is not None:
             out["spread"] = {"p10": self.p10, "p90": self.p90}
+        if self.suspect:
+            out["suspect"] = True
         return out
+
+
+@dataclass(slots=True)
+class BoardInfo:
+    """One board (`arch/op_class/sub_class/quant`): its kernels in the order they reached main,
+    and whether a maintainer accepted its judge. A board whose first kernel was imported is
+    reviewed (a maintainer imported it); one a submission opened waits for `board_reviewed`."""
+
+    key: str
+    kernels: list[str] = field(default_factory=list)
+    reviewed: bool = False
+    reviewed_by: str | None = None
+    reviewed_at: str | None = None
+    judge_kernel: str | None = None  # named by the latest review; else the first kernel's
+
+    @property
+    def judge(self) -> str | None:
+        """The kernel whose judge files are the board's judge."""
+        return self.judge_kernel or (self.kernels[0] if self.kernels else None)
+
+    def doc(self) -> dict[str, Any]:
+        arch, op_class, sub_class, quant = self.key.split("/")
+        return {"board": self.key, "arch": arch, "op_class": op_class, "sub_class": sub_class,
+                "quant": quant, "reviewed": self.reviewed, "reviewed_by": self.reviewed_by,
+                "reviewed_at": self.reviewed_at, "judge_kernel": self.judge,
+                "kernels": list(self.kernels)}
 
 
 @dataclass(slots=True)
@@ -97,6 +131,23 @@ class IndexState:
     runners: dict[str, dict[str, Any]] = field(default_factory=dict)
     facts: dict[str, PackageSummary] = field(default_factory=dict)  # package digest → summary
     pending: dict[str, PackageSummary] = field(default_factory=dict)  # open sid → its summary
+    boards: dict[str, BoardInfo] = field(default_factory=dict)
+    suspects: set[str] = field(default_factory=set)  # sids marked suspect and not cleared
+
+
+def board_of(kernel_id: str) -> str:
+    """The board key of a kernel id: its first four segments."""
+    return kernel_id.rsplit("/", 1)[0]
+
+
+def _on_board(state: IndexState, kernel_id: str, *, imported: bool) -> BoardInfo:
+    key = board_of(kernel_id)
+    board = state.boards.get(key)
+    if board is None:
+        board = state.boards[key] = BoardInfo(key, reviewed=imported)
+    if kernel_id not in board.kernels:
+        board.kernels.append(kernel_id)
+    return board
 
 
 def digest_needed(state: IndexState, event: Event | UnknownEvent) -> str | None:
@@ -167,7 +218,9 @@ def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -
     info = _kernel(state, event.kernel_id)
     p10, p90 = headline_spread(event.result)
     rec = ValueRec(float(event.result["metric"]["value"]), event.submitter_id,
-                   event.submission_id, at, seq, p10, p90)
+                   event.submission_id, at, seq, p10, p90,
+                   suspect=event.submission_id in state.suspects)
+    _on_board(state, event.kernel_id, imported=False)
     info.accepted[event.submission_id] = rec
     info.history = [*info.history, rec][-HISTORY_LENGTH:]
     info.digest = event.package_digest
@@ -205,6 +258,21 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
             if rec is not None:
                 rec.disqualified = True
                 info.disqualified.append(sid)
+        case SubmissionSuspected() | SubmissionSuspectCleared():
+            _suspect(state, event)
+
+
+def _suspect(state: IndexState, event: SubmissionSuspected | SubmissionSuspectCleared) -> None:
+    """A suspect mark comes before the verdict; a clear may come after: the records shown
+    (history, and the best it may be) lose the mark."""
+    if isinstance(event, SubmissionSuspected):
+        state.suspects.add(event.submission_id)
+        return
+    state.suspects.discard(event.submission_id)
+    known = state.kernels.get(event.kernel_id)
+    for rec in [*known.accepted.values(), *known.history] if known else []:
+        if rec.submission == event.submission_id:
+            rec.suspect = False
 
 
 def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> IndexState:
@@ -219,6 +287,7 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
             if event.summary is not None:
                 state.facts[event.package_digest] = event.summary
             info = _kernel(state, event.kernel_id)
+            _on_board(state, event.kernel_id, imported=True)
             info.digest = event.package_digest
             bench = event.bench_result or {}
             info.seed = bench if "best" in bench else None
@@ -230,6 +299,10 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
                                               "last_heartbeat": at, "state": "registered"}
         case RunnerDeregistered() if event.runner_id in state.runners:
             state.runners[event.runner_id] |= {"state": "deregistered", "last_heartbeat": at}
+        case BoardReviewed():
+            board = _on_board(state, event.kernel_id, imported=False)
+            board.reviewed, board.reviewed_by, board.reviewed_at = True, event.actor, at
+            board.judge_kernel = event.kernel_id
         case KernelClaimed() | KernelReleased():
             pass
         case _ if getattr(event, "aggregate", "") == "submission":
@@ -287,15 +360,26 @@ def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
         "accepted_count": seed_count + len(info.accepted),
         "last_activity_at": info.last_activity_at,
         "disqualified": list(info.disqualified),
+        "board_reviewed": _reviewed(state, info.kernel_id),
         "history": [{"value": r.value, "at": r.at, "submission": r.submission,
-                     "disqualified": r.disqualified} for r in info.history],
+                     "disqualified": r.disqualified, **({"suspect": True} if r.suspect else {})}
+                    for r in info.history],
     }
 
 
-def _leaderboards(kernels: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _reviewed(state: IndexState, kernel_id: str) -> bool:
+    board = state.boards.get(board_of(kernel_id))
+    return board is not None and board.reviewed
+
+
+def _leaderboards(
+    kernels: list[dict[str, Any]], reviewed: bool
+) -> dict[str, list[dict[str, Any]]]:
+    """The ranked boards that are (or are not) reviewed: the two are listed apart, so a board
+    whose judge no maintainer accepted yet is never shown among the reviewed ones."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for doc in kernels:
-        if doc["best"] is None:
+        if doc["best"] is None or doc["board_reviewed"] is not reviewed:
             continue
         group = "/".join(doc["id"].split("/")[:4])
         groups.setdefault(group, []).append(doc)
@@ -304,7 +388,8 @@ def _leaderboards(kernels: list[dict[str, Any]]) -> dict[str, list[dict[str, Any
         higher = ((docs[0]["metric"] or {}).get("better") == "higher")
         ranked = sorted(docs, key=lambda d: (-d["best"]["value"] if higher else d["best"]["value"],
                                              d["id"]))
-        boards[group] = [{"kernel_id": d["id"], "rank": i + 1, "value": d["best"]["value"]}
+        boards[group] = [{"kernel_id": d["id"], "rank": i + 1, "value": d["best"]["value"],
+                          **({"suspect": True} if d["best"].get("suspect") else {})}
                          for i, d in enumerate(ranked)]
     return boards
 
@@ -326,7 +411,9 @@ def render_index(state: IndexState) -> bytes:
         "head_commit": state.head_commit,
         "generated_at": state.generated_at,
         "kernels": kernels,
-        "leaderboards": _leaderboards(kernels),
+        "leaderboards": _leaderboards(kernels, True),
+        "unreviewed_leaderboards": _leaderboards(kernels, False),
+        "boards": {key: state.boards[key].doc() for key in sorted(state.boards)},
         "queue": _queue(state),
         "runners": [state.runners[r] for r in sorted(state.runners)],
     }

@@ -6,6 +6,10 @@ kernel, read from the judge bundle the git projector keeps for runners (so the r
 the judge files the task ran with), or the submitted package's desc.yaml for a new kernel.
 Appends carry the concurrency check; a result already judged or no longer current is skipped,
 so the referee is idempotent.
+
+A result about to be accepted whose package tripped the static tripwire (the hits its
+`submitted` event carries) or whose judge raised runtime `flags` is first marked `suspect`
+(docs/review.md); the mark changes neither the verdict nor any commit.
 """
 
 from __future__ import annotations
@@ -17,18 +21,26 @@ from datetime import datetime
 
 from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
 from kz_events.eventlog import EventLog
-from kz_events.events import Event, EventMeta, SubmissionResult, UnknownEvent
+from kz_events.events import (
+    Event,
+    EventMeta,
+    SubmissionAccepted,
+    SubmissionResult,
+    UnknownEvent,
+)
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import (
     TERMINAL,
     Judge,
+    MarkSuspect,
     MetricSpec,
     Status,
     SubmissionState,
     decide,
     evolve,
     fold,
+    suspect_reasons,
 )
 from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter, judge_key
 from kz_package.errors import PackageError
@@ -150,9 +162,11 @@ class Referee:
                 metric=await self.metric_for(state),
             )
             try:
-                events = decide(state, command)
-                await self.elog.append(events[0], expect=state.version)
-                log.info("referee: %s %s", submission_id, events[0].type)
+                events = self._suspect(state, result, decide(state, command))
+                expect = state.version
+                for event in events:
+                    expect = await self.elog.append(event, expect=expect)
+                log.info("referee: %s %s", submission_id, " then ".join(e.type for e in events))
                 return
             except RuleViolation as exc:
                 log.info("referee: skipping %s: %s", submission_id, exc.message)
@@ -160,6 +174,20 @@ class Referee:
             except ConcurrencyConflict:
                 state = await self._load(state)
         log.warning("referee: gave up on %s after repeated conflicts", submission_id)
+
+    def _suspect(
+        self, state: SubmissionState, result: SubmissionResult, verdict: list[Event]
+    ) -> list[Event]:
+        """`verdict`, preceded by a `suspect` mark when it accepts a result that tripped the
+        tripwire or carries runtime flags (and the result is not marked yet)."""
+        if not verdict or not isinstance(verdict[0], SubmissionAccepted):
+            return verdict
+        reasons = suspect_reasons(state.tripwire, result.result)
+        if not reasons or state.result_seq is None:
+            return verdict
+        meta = EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor)
+        mark = decide(state, MarkSuspect(meta=meta, result_seq=state.result_seq, reasons=reasons))
+        return [*mark, *verdict]
 
     async def _load(self, state: SubmissionState) -> SubmissionState:
         arch = KernelId.parse(state.kernel_id).arch

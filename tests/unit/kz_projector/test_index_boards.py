@@ -1,0 +1,120 @@
+"""Boards in the index: imported boards are reviewed, a board a submission opened is listed
+apart until a maintainer reviews it, and suspect bests are shown marked."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kz_events.events import (
+    BoardReviewed,
+    KernelImported,
+    SubmissionAccepted,
+    SubmissionSuspectCleared,
+    SubmissionSuspected,
+    SuspectReason,
+)
+from kz_package.schemas import validate
+from kz_projector.index import IndexState, board_of, fold_index, render_index
+
+pytestmark = pytest.mark.unit
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+OLD = "cpu/Norm/RMSNorm/fp32/ref"
+NEW = "cpu/Norm/LayerNorm/fp32/first"
+SECOND = "cpu/Norm/LayerNorm/fp32/second"
+METRIC = {"name": "latency", "unit": "us", "better": "lower"}
+
+
+def _meta(n: int, actor: str = "svc") -> dict[str, Any]:
+    return {"event_id": str(uuid.uuid4()), "occurred_at": T0 + timedelta(seconds=n), "actor": actor}
+
+
+def _accepted(n: int, kernel_id: str, sid: str, value: float) -> SubmissionAccepted:
+    result = {"accepted": True, "metric": {**METRIC, "value": value}, "workloads": []}
+    return SubmissionAccepted(
+        **_meta(n, "referee"),
+        submission_id=sid,
+        kernel_id=kernel_id,
+        submitter_id="alice",
+        runner_id="r",
+        attempt=1,
+        package_digest="d" * 64,
+        result=result,
+        result_seq=n - 1,
+    )
+
+
+def _fold(events: list[Any]) -> dict[str, Any]:
+    state = IndexState()
+    for seq, event in enumerate(events, 1):
+        state = fold_index(state, seq, event)
+    doc: dict[str, Any] = json.loads(render_index(state))
+    return doc
+
+
+IMPORTED = KernelImported(
+    **_meta(1, "importer"),
+    kernel_id=OLD,
+    package_digest="a" * 64,
+    submitter_id="importer",
+    bench_result={"best": {"value": 9.0}, "metric": METRIC},
+)
+
+
+def test_board_key_is_the_first_four_segments() -> None:
+    """A kernel's board is its id without the name."""
+    assert board_of(NEW) == "cpu/Norm/LayerNorm/fp32"
+
+
+def test_imported_board_is_reviewed_and_a_submitted_one_is_not() -> None:
+    """An import makes a reviewed board; a new board's first accepted kernel an unreviewed one,
+    ranked apart; both fit index.schema.json."""
+    doc = _fold([IMPORTED, _accepted(2, NEW, "s1", 3.0), _accepted(3, SECOND, "s2", 2.0)])
+    assert doc["boards"]["cpu/Norm/RMSNorm/fp32"]["reviewed"] is True
+    fresh = doc["boards"]["cpu/Norm/LayerNorm/fp32"]
+    assert fresh["reviewed"] is False and fresh["judge_kernel"] == NEW
+    assert fresh["kernels"] == [NEW, SECOND]
+    assert list(doc["leaderboards"]) == ["cpu/Norm/RMSNorm/fp32"]
+    ranked = doc["unreviewed_leaderboards"]["cpu/Norm/LayerNorm/fp32"]
+    assert [r["kernel_id"] for r in ranked] == [SECOND, NEW]
+    kernels = {k["id"]: k for k in doc["kernels"]}
+    assert kernels[OLD]["board_reviewed"] is True and kernels[NEW]["board_reviewed"] is False
+    assert validate("index", doc) == []
+
+
+def test_a_review_moves_the_board_among_the_reviewed() -> None:
+    """board_reviewed makes the board reviewed, by whom and when, with the named judge."""
+    review = BoardReviewed(**_meta(4, "maint"), kernel_id=SECOND, message="judge read")
+    doc = _fold([IMPORTED, _accepted(2, NEW, "s1", 3.0), _accepted(3, SECOND, "s2", 2.0), review])
+    board = doc["boards"]["cpu/Norm/LayerNorm/fp32"]
+    assert board["reviewed"] is True and board["reviewed_by"] == "maint"
+    assert board["judge_kernel"] == SECOND and board["reviewed_at"] == "2025-01-01T00:00:04Z"
+    assert "cpu/Norm/LayerNorm/fp32" in doc["leaderboards"]
+    assert doc["unreviewed_leaderboards"] == {}
+
+
+def test_suspect_best_is_marked_until_cleared() -> None:
+    """A suspect mark before the verdict marks the value, its history row and its rank row;
+    a clear takes the mark off; nothing else changes."""
+    reason = SuspectReason(source="tripwire", code="gc", message="uses gc")
+    mark = SubmissionSuspected(
+        **_meta(2, "referee"), submission_id="s1", kernel_id=OLD, result_seq=1, reasons=[reason]
+    )
+    events: list[Any] = [IMPORTED, mark, _accepted(3, OLD, "s1", 1.0)]
+    doc = _fold(events)
+    [kernel] = doc["kernels"]
+    assert kernel["best"]["value"] == 1.0 and kernel["best"]["suspect"] is True
+    assert kernel["history"][-1]["suspect"] is True
+    assert doc["leaderboards"]["cpu/Norm/RMSNorm/fp32"][0]["suspect"] is True
+    clear = SubmissionSuspectCleared(
+        **_meta(4, "maint"), submission_id="s1", kernel_id=OLD, reason="fine"
+    )
+    after = _fold([*events, clear])
+    assert "suspect" not in after["kernels"][0]["best"]
+    assert "suspect" not in after["leaderboards"]["cpu/Norm/RMSNorm/fp32"][0]
+    assert after["kernels"][0]["best"]["value"] == 1.0
