@@ -33,6 +33,7 @@ from kz_api.controllers import (
     SubmissionsController,
     SystemController,
 )
+from kz_api.controllers.boards import BoardsController
 from kz_api.controllers.runner import RunnersController
 from kz_api.errors import error_response
 from kz_api.leases import LeaseSigner, lease_secret_from_env
@@ -170,6 +171,7 @@ def create_app(
     route_handlers: list[object] = [
         SystemController,
         KernelsController,
+        BoardsController,
         SubmissionsController,
         RunnersController,
         RunnerController,

@@ -11,9 +11,12 @@ from msgspec import Meta
 __all__ = [
     "RUNNER_ID_PATTERN",
     "BenchHistory",
+    "BoardDoc",
+    "BoardList",
     "CancelBody",
     "ClaimBody",
     "ClaimTaskBody",
+    "ClearSuspectBody",
     "CommitRow",
     "Commits",
     "DisqualifyBody",
@@ -36,12 +39,15 @@ __all__ = [
     "ResultAnswer",
     "ResultBody",
     "ResultSummary",
+    "ReviewBoardBody",
     "RunnerDoc",
     "RunnerList",
     "StatusDoc",
     "SubmissionDetail",
     "SubmissionList",
     "SubmitAnswer",
+    "SuspectDoc",
+    "SuspectReasonDoc",
     "TaskOffer",
 ]
 
@@ -114,6 +120,7 @@ class StatusDoc(_Out, frozen=True, kw_only=True):
     changed: bool
     queue_position: int | None = None
     disqualified: str | None = None
+    suspect: SuspectDoc | None = None
 
 
 class EventRow(_Out, frozen=True, kw_only=True):
@@ -195,6 +202,7 @@ class KernelDetail(_Out, frozen=True, kw_only=True):
     commits: list[CommitRow]
     summary: dict[str, Any] | None
     lease: LeaseDoc | None
+    board: BoardDoc | None = None
 
 
 class HistoryRow(_Out, frozen=True, kw_only=True):
@@ -205,6 +213,7 @@ class HistoryRow(_Out, frozen=True, kw_only=True):
     submission_id: str
     submitter_id: str
     disqualified: str | None = None
+    suspect: bool = False
 
 
 class BenchHistory(_Out, frozen=True, kw_only=True):
@@ -333,3 +342,52 @@ class HealthDoc(_Out, frozen=True, kw_only=True):
     projector_lag: int
     queue: dict[str, QueueDepth]
     runners: int
+
+
+# --- review: boards and suspect results (docs/review.md) -----------------------------------
+
+
+class SuspectReasonDoc(_Out, frozen=True, kw_only=True):
+    source: Literal["tripwire", "runtime"]
+    code: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+
+
+class SuspectDoc(_Out, frozen=True, kw_only=True):
+    """Why a result is marked suspect, and whether a maintainer cleared the mark."""
+
+    reasons: list[SuspectReasonDoc]
+    cleared: bool
+    cleared_reason: str | None = None
+
+
+class ClearSuspectBody(_In, frozen=True, kw_only=True):
+    reason: Annotated[str, Meta(min_length=1, max_length=2000)]
+
+
+class BoardDoc(_Out, frozen=True, kw_only=True):
+    """A board (`arch/op_class/sub_class/quant`): whether a maintainer accepted its judge,
+    which kernel's judge that is, and its kernels in the order they reached main."""
+
+    board: str
+    arch: str
+    op_class: str
+    sub_class: str
+    quant: str
+    reviewed: bool
+    reviewed_by: str | None
+    reviewed_at: str | None
+    judge_kernel: str | None
+    kernels: list[str]
+
+
+class BoardList(_Out, frozen=True, kw_only=True):
+    items: list[BoardDoc]
+    total: int
+
+
+class ReviewBoardBody(_In, frozen=True, kw_only=True):
+    judge_kernel: Annotated[str, Meta(min_length=1, max_length=400)] | None = None
+    message: Reason = ""

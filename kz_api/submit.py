@@ -21,7 +21,7 @@ from kz_api.service import append_seen, catch_up, utcnow
 from kz_api.upload import Upload
 from kz_api.views import status_doc
 from kz_events.errors import ObjectNotFound
-from kz_events.events import EventMeta, PackageSummary
+from kz_events.events import EventMeta, PackageSummary, TripwireHit
 from kz_events.ids import KernelId, new_submission_id
 from kz_events.lifecycle import SubmissionState, Submit, decide
 from kz_events.subjects import PACKAGES_BUCKET, judge_key
@@ -35,8 +35,10 @@ from kz_package import (
     validate_package_dir,
     validate_package_files,
 )
-from kz_package.judge import judge_changes
+from kz_package.judge import board_judge_changes, judge_changes
 from kz_package.memo import by_content
+from kz_package.tripwire import Hit, scan_package
+from kz_projector.index import board_of
 
 __all__ = ["accept_submission", "answer_for", "check_form"]
 
@@ -111,33 +113,55 @@ MEMORY_UNPACKED_BYTES = 16 * MIB
 
 @dataclass(frozen=True, slots=True)
 class Checked:
-    """A package that passed: what the board shows of it, and the judge parts it changes."""
+    """A package that passed: what the board shows of it, the judge parts it changes (of its
+    kernel's judge, or for a new kernel of its board's), and its tripwire hits."""
 
     summary: PackageSummary
     changed: list[str]
+    tripwire: list[Hit]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRef:
+    """The judge a package is compared with: its kernel's on main, or for a new kernel on an
+    existing board the board's (`board_kernel` names the kernel whose judge that is)."""
+
+    bundle: bytes
+    board_kernel: str | None = None
+
+
+def _changes(
+    current: Path | PackageFiles, submitted: Path | PackageFiles, ref: JudgeRef
+) -> list[str]:
+    if ref.board_kernel is not None:
+        return board_judge_changes(current, submitted)
+    return judge_changes(current, submitted)
 
 
 def _validate_on_disk(
-    tarball: bytes | Path, kernel_id: KernelId, judge: bytes | None, work: Path, limits: Limits
+    tarball: bytes | Path, kernel_id: KernelId, judge: JudgeRef | None, work: Path, limits: Limits
 ) -> Checked:
     root = work / "submitted"
     unpack_tarball(io.BytesIO(tarball) if isinstance(tarball, bytes) else tarball, root, limits)
     package = validate_package_dir(root, expected_kernel_id=kernel_id, limits=limits)
+    hits = scan_package(root)
     if judge is None:
-        return Checked(package.desc.summary(), [])
+        return Checked(package.desc.summary(), [], hits)
     current = work / "current"
-    unpack_tarball(io.BytesIO(judge), current, Limits())
-    return Checked(package.desc.summary(), judge_changes(current, root))
+    unpack_tarball(io.BytesIO(judge.bundle), current, Limits())
+    return Checked(package.desc.summary(), _changes(current, root, judge), hits)
 
 
 def _validate_in_memory(
-    tarball: bytes, kernel_id: KernelId, judge: bytes | None, limits: Limits
+    tarball: bytes, kernel_id: KernelId, judge: JudgeRef | None, limits: Limits
 ) -> Checked:
     submitted = read_package(tarball, limits, max_memory_bytes=MEMORY_UNPACKED_BYTES)
     package = validate_package_files(submitted, expected_kernel_id=kernel_id, limits=limits)
+    hits = scan_package(submitted)
     if judge is None:
-        return Checked(package.desc.summary(), [])
-    return Checked(package.desc.summary(), judge_changes(_judge_tree(judge), submitted))
+        return Checked(package.desc.summary(), [], hits)
+    changed = _changes(_judge_tree(judge.bundle), submitted, judge)
+    return Checked(package.desc.summary(), changed, hits)
 
 
 # Every upload for a kernel is compared with the same judge bundle, which changes only when
@@ -148,7 +172,7 @@ def _judge_tree(bundle: bytes) -> PackageFiles:
 
 
 def _validate_and_judge(
-    tarball: bytes | Path, kernel_id: KernelId, judge: bytes | None, limits: Limits
+    tarball: bytes | Path, kernel_id: KernelId, judge: JudgeRef | None, limits: Limits
 ) -> Checked:
     """Validate the package (raises PackageError); its summary and the judge parts it changes.
 
@@ -167,6 +191,52 @@ async def _judge_bundle(ctx: ApiContext, kernel_id: KernelId) -> bytes | None:
         return await ctx.log.get_object_bytes(PACKAGES_BUCKET, judge_key(str(kernel_id)))
     except ObjectNotFound:
         return None
+
+
+async def _board_judge(ctx: ApiContext, kernel_id: KernelId) -> JudgeRef | None:
+    """For a kernel main does not have: its board's judge, or None when the board is new.
+
+    The board's judge is the judge of the kernel its latest review named, else of its first
+    kernel on main (docs/decisions.md). It is read from that kernel's judge bundle; before the
+    git projector stored one (the kernel was just imported or accepted), from its package.
+    """
+    board = ctx.models.index.boards.get(board_of(str(kernel_id)))
+    judge_kernel = board.judge if board is not None else None
+    if judge_kernel is None or judge_kernel == str(kernel_id):
+        return None
+    bundle = await _judge_bundle(ctx, KernelId.parse(judge_kernel))
+    if bundle is None:
+        info = ctx.models.index.kernels.get(judge_kernel)
+        with contextlib.suppress(ObjectNotFound):
+            if info is not None and info.digest is not None:
+                bundle = await ctx.log.get_object_bytes(PACKAGES_BUCKET, info.digest)
+    if bundle is None:
+        raise ApiError(
+            409,
+            "board_judge_pending",
+            f"the judge of board {board_of(str(kernel_id))} ({judge_kernel}) is not stored yet; "
+            "retry in a moment",
+            details={"board": board_of(str(kernel_id)), "board_judge": judge_kernel},
+        )
+    return JudgeRef(bundle, board_kernel=judge_kernel)
+
+
+def _refuse_judge_change(kernel_id: KernelId, judge: JudgeRef | None, changed: list[str]) -> None:
+    if judge is not None and judge.board_kernel is not None:
+        board = board_of(str(kernel_id))
+        raise ApiError(
+            403,
+            "harness_change_forbidden",
+            f"a new kernel on board {board} must carry the board's judge (that of "
+            f"{judge.board_kernel}); these differ: {', '.join(changed)}",
+            details={"changed": changed, "board": board, "board_judge": judge.board_kernel},
+        )
+    raise ApiError(
+        403,
+        "harness_change_forbidden",
+        f"only maintainers may change the judge of {kernel_id}: {', '.join(changed)}",
+        details={"changed": changed},
+    )
 
 
 async def _earlier_try(ctx: ApiContext, key: tuple[str, str]) -> str | None:
@@ -193,21 +263,18 @@ async def accept_submission(
         if idempotency_key and (sid := await _earlier_try(ctx, lock_key)):
             return answer_for(ctx, sid)
         _check_admission(ctx, kernel_id, submitter, upload.sha256)
-        judge = await _judge_bundle(ctx, kernel_id)
+        bundle = await _judge_bundle(ctx, kernel_id)
+        judge = JudgeRef(bundle) if bundle is not None else None
+        if judge is None and not submitter.maintainer:
+            judge = await _board_judge(ctx, kernel_id)
         limits = Limits(max_compressed_bytes=ctx.settings.max_upload_bytes)
         checked = await anyio.to_thread.run_sync(
             _validate_and_judge, package, kernel_id, judge, limits
         )
-        changed = checked.changed
-        if changed and not submitter.maintainer:
-            raise ApiError(
-                403,
-                "harness_change_forbidden",
-                f"only maintainers may change the judge of {kernel_id}: {', '.join(changed)}",
-                details={"changed": changed},
-            )
+        if checked.changed and not submitter.maintainer:
+            _refuse_judge_change(kernel_id, judge, checked.changed)
         return await _store_and_announce(
-            ctx, upload, kernel_id, submitter, idempotency_key, judge, checked.summary
+            ctx, upload, kernel_id, submitter, idempotency_key, bundle, checked
         )
 
 
@@ -218,7 +285,7 @@ async def _store_and_announce(
     submitter: Submitter,
     idempotency_key: str | None,
     judge: bytes | None,
-    summary: PackageSummary,
+    checked: Checked,
 ) -> SubmitAnswer:
     package = upload.package
     assert package is not None
@@ -241,7 +308,11 @@ async def _store_and_announce(
         idempotency_key=idempotency_key,
         new_kernel=judge is None and not ctx.models.kernel_known(str(kernel_id)),
         max_attempts=ctx.settings.max_attempts,
-        summary=summary,
+        summary=checked.summary,
+        tripwire=[
+            TripwireHit(code=h.code, path=h.path, line=h.line, message=h.message)
+            for h in checked.tripwire
+        ],
     )
     events = decide(SubmissionState(), command)
     seq = await append_seen(ctx, events, expect=0, expect_on=None)

@@ -14,16 +14,20 @@ from kz_api.models import (
     RunnerDoc,
     StatusDoc,
     SubmissionDetail,
+    SuspectDoc,
+    SuspectReasonDoc,
 )
 from kz_api.readmodel import HistoryEntry, ReadModels, RunnerView, SubmissionView
-from kz_events.lifecycle import KernelLease
+from kz_events.lifecycle import KernelLease, SubmissionState
 
 __all__ = [
     "detail_doc",
     "history_row",
+    "is_suspect",
     "lease_doc",
     "runner_doc",
     "status_doc",
+    "suspect_doc",
 ]
 
 
@@ -41,6 +45,22 @@ def _result(view: SubmissionView) -> ResultSummary | None:
         metric_value=float(value) if isinstance(value, int | float) else None,
         outcome=state.outcome,
     )
+
+
+def is_suspect(state: SubmissionState) -> bool:
+    """Marked suspect and not cleared by a maintainer."""
+    return state.suspect is not None and state.suspect_cleared is None
+
+
+def suspect_doc(state: SubmissionState) -> SuspectDoc | None:
+    if state.suspect is None:
+        return None
+    reasons = [
+        SuspectReasonDoc(source=r.source, code=r.code, message=r.message, path=r.path, line=r.line)
+        for r in state.suspect
+    ]
+    cleared = state.suspect_cleared is not None
+    return SuspectDoc(reasons=reasons, cleared=cleared, cleared_reason=state.suspect_cleared)
 
 
 def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True) -> StatusDoc:
@@ -67,6 +87,7 @@ def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True
         changed=changed,
         queue_position=models.queue_position(view),
         disqualified=state.disqualified,
+        suspect=suspect_doc(state),
     )
 
 
@@ -85,7 +106,8 @@ def detail_doc(view: SubmissionView, models: ReadModels) -> SubmissionDetail:
     )
 
 
-def history_row(entry: HistoryEntry) -> HistoryRow:
+def history_row(entry: HistoryEntry, models: ReadModels | None = None) -> HistoryRow:
+    view = models.submissions.get(entry.submission_id) if models is not None else None
     return HistoryRow(
         value=entry.value,
         at=entry.at,
@@ -94,6 +116,7 @@ def history_row(entry: HistoryEntry) -> HistoryRow:
         submission_id=entry.submission_id,
         submitter_id=entry.submitter_id,
         disqualified=entry.disqualified,
+        suspect=view is not None and is_suspect(view.state),
     )
 
 

@@ -1,7 +1,9 @@
 """The judge stays fixed: which judge parts a submitted package changes against main's current one.
 
 The judge is `benchmark.py`, `build_test_env.py` and the metric in `desc.yaml`; a submission that
-changes any of them is refused unless its submitter is a maintainer (the API decides that).
+changes any of them is refused unless its submitter is a maintainer (the API decides that). A new
+kernel on an existing board must carry the board's judge scripts (`board_judge_changes`): its
+desc.yaml and bench_result.yaml are its own.
 """
 
 from __future__ import annotations
@@ -15,9 +17,17 @@ from kz_package.memo import by_content
 from kz_package.memread import PackageFiles
 from kz_package.yaml_safe import load_yaml
 
-__all__ = ["JUDGE_FILES", "JUDGE_PARTS", "judge_changes"]
+__all__ = [
+    "BOARD_JUDGE_FILES",
+    "JUDGE_FILES",
+    "JUDGE_PARTS",
+    "board_judge_changes",
+    "judge_changes",
+]
 
 JUDGE_PARTS = ("benchmark.py", "build_test_env.py", "desc.yaml:metric")
+# What every kernel of one board shares byte for byte: the board's judge.
+BOARD_JUDGE_FILES = ("benchmark.py", "build_test_env.py")
 # The files of `.kernel_package/` that main's judge bundle carries to runners (the judge parts
 # plus the baseline to beat).
 JUDGE_FILES = ("desc.yaml", "bench_result.yaml", "benchmark.py", "build_test_env.py")
@@ -61,3 +71,13 @@ def judge_changes(current: Path | PackageFiles, submitted: Path | PackageFiles) 
     if _metric(current) != _metric(submitted):
         changed.append("desc.yaml:metric")
     return changed
+
+
+def board_judge_changes(board: Path | PackageFiles, submitted: Path | PackageFiles) -> list[str]:
+    """Names from BOARD_JUDGE_FILES in which a new kernel's package differs from the board's
+    judge (`board`: the judge bundle or package of the board's judge kernel); empty: same judge."""
+    return [
+        name
+        for name in BOARD_JUDGE_FILES
+        if _file_bytes(board, name) != _file_bytes(submitted, name)
+    ]

@@ -12,6 +12,7 @@ from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from kz_api.auth import SubmitterDep, identify_submitter
 from kz_api.context import Ctx
+from kz_api.controllers.boards import board_doc
 from kz_api.errors import ApiError
 from kz_api.kernelrepo import KernelSnapshot, kernel_snapshot
 from kz_api.kernels_query import KernelQuery, query_kernels
@@ -33,6 +34,7 @@ from kz_events.ids import KernelId
 from kz_events.lifecycle import ClaimKernel, KernelLease, ReleaseKernel, decide_lease, fold_lease
 from kz_events.subjects import aggregate_filter
 from kz_package import PACKAGE_DIR, load_yaml
+from kz_projector.index import BoardInfo, board_of
 
 __all__ = ["KernelsController"]
 
@@ -86,7 +88,12 @@ def _detail(
         ],
         summary=summary,
         lease=lease_doc(lease) if lease and lease.holder else None,
+        board=board_doc(board) if (board := _board_of(ctx, kernel_id)) else None,
     )
+
+
+def _board_of(ctx: Ctx, kernel_id: KernelId) -> BoardInfo | None:
+    return ctx.models.index.boards.get(board_of(str(kernel_id)))
 
 
 def _known(ctx: Ctx, kernel_id: KernelId) -> bool:
@@ -185,9 +192,9 @@ class KernelsController(Controller):
         return BenchHistory(
             kernel_id=str(kernel_id),
             metric=metric,
-            best=history_row(best) if best else None,
-            current=history_row(committed[-1]) if committed else None,
-            history=[history_row(e) for e in (history.entries if history else [])],
+            best=history_row(best, ctx.models) if best else None,
+            current=history_row(committed[-1], ctx.models) if committed else None,
+            history=[history_row(e, ctx.models) for e in (history.entries if history else [])],
         )
 
     @get(

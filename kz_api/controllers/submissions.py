@@ -1,4 +1,4 @@
-"""Submissions: upload, status long-poll, list, detail, logs, cancel, disqualify."""
+"""Submissions: upload, status long-poll, list, detail, logs, cancel, disqualify, clear suspect."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from kz_api.context import Ctx
 from kz_api.errors import ApiError
 from kz_api.models import (
     CancelBody,
+    ClearSuspectBody,
     DisqualifyBody,
     StatusDoc,
     SubmissionDetail,
@@ -28,10 +29,10 @@ from kz_api.service import (
 )
 from kz_api.submit import accept_submission
 from kz_api.upload import receive_upload
-from kz_api.views import detail_doc, status_doc
+from kz_api.views import detail_doc, is_suspect, status_doc
 from kz_events.errors import ObjectNotFound
 from kz_events.events import EventMeta
-from kz_events.lifecycle import Cancel, Disqualify, decide
+from kz_events.lifecycle import Cancel, ClearSuspect, Disqualify, decide
 from kz_events.subjects import LOGS_BUCKET
 
 __all__ = ["SubmissionsController"]
@@ -83,6 +84,10 @@ class SubmissionsController(Controller):
         submitter_id: FromQuery[str | None] = None,
         status: FromQuery[str | None] = None,
         arch: FromQuery[str | None] = None,
+        suspect: Annotated[
+            bool | None,
+            QueryParameter(description="true: marked suspect and not cleared; false: the rest"),
+        ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
         offset: Annotated[int, QueryParameter(ge=0)] = 0,
     ) -> SubmissionList:
@@ -93,6 +98,7 @@ class SubmissionsController(Controller):
             and (submitter_id is None or v.state.submitter_id == submitter_id)
             and (status is None or str(v.state.status) == status)
             and (arch is None or v.arch == arch)
+            and (suspect is None or is_suspect(v.state) is suspect)
         ]
         page = views[offset : offset + limit]
         return SubmissionList(
@@ -182,5 +188,27 @@ class SubmissionsController(Controller):
             raise ApiError(403, "forbidden", "only maintainers may disqualify a submission")
         state, subject = await load_submission(ctx, view)
         events = decide(state, Disqualify(meta=EventMeta.now(submitter.id), reason=data.reason))
+        await append_seen(ctx, events, expect=state.version, expect_on=subject)
+        return status_doc(view, ctx.models)
+
+    @post(
+        "/{submission_id:str}/clear-suspect",
+        status_code=200,
+        responses=errors(401, 403, 404, 409),
+        summary="Clear the suspect mark of a result after a look (maintainers only)",
+    )
+    async def clear_suspect(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        submission_id: FromPath[str],
+        data: JSONBody[ClearSuspectBody],
+    ) -> StatusDoc:
+        view = submission_view(ctx, submission_id)
+        if not submitter.maintainer:
+            raise ApiError(403, "forbidden", "only maintainers may clear a suspect mark")
+        state, subject = await load_submission(ctx, view)
+        command = ClearSuspect(meta=EventMeta.now(submitter.id), reason=data.reason)
+        events = decide(state, command)
         await append_seen(ctx, events, expect=state.version, expect_on=subject)
         return status_doc(view, ctx.models)

@@ -1,0 +1,109 @@
+"""Boards: list, detail, and the maintainer's review that accepts a board's judge."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, get, post
+from litestar.di import Provide
+from litestar.params import FromPath, JSONBody, QueryParameter
+
+from kz_api.auth import SubmitterDep, identify_submitter
+from kz_api.context import Ctx
+from kz_api.errors import ApiError
+from kz_api.models import BoardDoc, BoardList, ReviewBoardBody
+from kz_api.openapi import errors
+from kz_api.service import append_seen
+from kz_events.events import BoardReviewed, EventMeta
+from kz_events.ids import KernelId
+from kz_events.subjects import aggregate_filter
+from kz_projector.index import BoardInfo
+
+__all__ = ["BoardsController"]
+
+BOARD = "/{arch:str}/{op_class:str}/{sub_class:str}/{quant:str}"
+
+
+def board_doc(board: BoardInfo) -> BoardDoc:
+    return BoardDoc(**board.doc())
+
+
+def _board(ctx: Ctx, arch: str, op_class: str, sub_class: str, quant: str) -> BoardInfo:
+    key = "/".join((arch, op_class, sub_class, quant))
+    board = ctx.models.index.boards.get(key)
+    if board is None:
+        raise ApiError(404, "unknown_board", f"no board {key}: no kernel of it is on main")
+    return board
+
+
+class BoardsController(Controller):
+    path = "/api/boards"
+    tags = ["boards"]
+    dependencies = {"submitter": Provide(identify_submitter)}
+
+    @get("/", responses=errors(), summary="List boards and whether each is reviewed")
+    async def list_boards(
+        self,
+        ctx: Ctx,
+        reviewed: Annotated[
+            bool | None, QueryParameter(description="only reviewed (true) or unreviewed (false)")
+        ] = None,
+    ) -> BoardList:
+        boards = ctx.models.index.boards
+        items = [
+            board_doc(boards[key])
+            for key in sorted(boards)
+            if reviewed is None or boards[key].reviewed is reviewed
+        ]
+        return BoardList(items=items, total=len(items))
+
+    @get(BOARD, responses=errors(404), summary="Board detail")
+    async def detail(
+        self,
+        ctx: Ctx,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+    ) -> BoardDoc:
+        return board_doc(_board(ctx, arch, op_class, sub_class, quant))
+
+    @post(
+        BOARD + "/review",
+        status_code=200,
+        responses=errors(400, 401, 403, 404, 409),
+        summary="Accept the board's judge (maintainers only)",
+    )
+    async def review(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        data: JSONBody[ReviewBoardBody | None] = None,
+    ) -> BoardDoc:
+        """The judge of `judge_kernel` (default: the board's judge now, that of its first
+        kernel unless a review named another) becomes the board's reviewed judge."""
+        if not submitter.maintainer:
+            raise ApiError(403, "forbidden", "only maintainers may review a board")
+        board = _board(ctx, arch, op_class, sub_class, quant)
+        wanted = (data.judge_kernel if data else None) or board.judge
+        if wanted not in board.kernels:
+            raise ApiError(
+                409,
+                "unknown_kernel",
+                f"{wanted} is not a kernel of board {board.key}; pick one of its kernels",
+                details={"kernels": list(board.kernels)},
+            )
+        kernel_id = KernelId.parse(wanted)
+        subject = aggregate_filter("kernel", kernel_id.arch, str(kernel_id))
+        stored = await ctx.log.load(subject)
+        event = BoardReviewed(
+            **EventMeta.now(submitter.id).fields(),
+            kernel_id=str(kernel_id),
+            message=data.message if data else "",
+        )
+        await append_seen(ctx, [event], expect=stored[-1][0] if stored else 0, expect_on=subject)
+        return board_doc(ctx.models.index.boards[board.key])
