@@ -6,12 +6,13 @@ by publishing to the message's reply subject (so any API replica can do it).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import uuid
 
 import nats.errors
 from nats.aio.msg import Msg
 
-from kz_api.auth import RunnerAuth
+from kz_api.auth import RUNNER_KEY_ACTOR, RunnerAuth
 from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.leases import LeaseClaim
@@ -21,16 +22,31 @@ from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.events import (
     EventMeta,
     RunnerHeartbeat,
+    RunnerRegistered,
     SubmissionSubmitted,
     TaskHeartbeat,
     decode_event,
 )
 from kz_events.ids import KernelId
 from kz_events.lifecycle import Claim, ReportResult, Status, decide, fold
-from kz_events.subjects import EVENTS_STREAM, LOGS_BUCKET, aggregate_filter, consumer_name
+from kz_events.subjects import (
+    EVENTS_STREAM,
+    LOGS_BUCKET,
+    aggregate_filter,
+    consumer_name,
+    encode_token,
+)
 from kz_package import validate_result_document
 
-__all__ = ["LOG_CAP", "claim_task", "heartbeat", "report_result", "verify_lease"]
+__all__ = [
+    "LOG_CAP",
+    "claim_task",
+    "heartbeat",
+    "register_runner",
+    "report_result",
+    "runner_binding",
+    "verify_lease",
+]
 
 LOG_CAP = 4 * 1024 * 1024
 ACK, IN_PROGRESS, NAK = b"+ACK", b"+WPI", b"-NAK"
@@ -59,7 +75,49 @@ async def _fetch_one(ctx: ApiContext, arch: str, wait_s: float) -> Msg | None:
     return msgs[0] if msgs else None
 
 
-async def _try_claim(ctx: ApiContext, msg: Msg, runner_id: str) -> TaskOffer | None:
+def _runner_filter(runner_id: str) -> str:
+    """Every event of one runner, whatever architecture its subjects name."""
+    return f"kz.ev.runner.*.{encode_token(runner_id)}.*"
+
+
+async def runner_binding(ctx: ApiContext, runner_id: str) -> tuple[str | None, int]:
+    """(the actor of the runner id's first registration, None when it has none; the sequence
+    of the runner's last event, 0 when none). The first registration binds the id to its key."""
+    stored = await ctx.log.load(_runner_filter(runner_id))
+    owner = next((e.actor for _, e in stored if isinstance(e, RunnerRegistered)), None)
+    return owner, stored[-1][0] if stored else 0
+
+
+def _refuse_binding(runner_id: str, owner: str, auth: RunnerAuth) -> None:
+    if owner != auth.actor:
+        by = "without a runner key" if not owner.startswith(RUNNER_KEY_ACTOR) else "by another key"
+        raise ApiError(
+            403,
+            "runner_id_taken",
+            f"runner id {runner_id} was registered {by}; this key may not use it",
+            details={"runner_id": runner_id},
+        )
+
+
+async def register_runner(ctx: ApiContext, auth: RunnerAuth, event: RunnerRegistered) -> int:
+    """Append a registration made with `auth`'s key: a new runner id becomes the key's, and an
+    id some other key registered first is refused (so a key cannot take another's runner)."""
+    owner, last = await runner_binding(ctx, event.runner_id)
+    if owner is not None:
+        _refuse_binding(event.runner_id, owner, auth)
+    try:
+        return await append_seen(
+            ctx, [event], expect=last, expect_on=_runner_filter(event.runner_id)
+        )
+    except ConcurrencyConflict as exc:
+        raise ApiError(
+            409, "runner_changed", f"runner {event.runner_id} changed meanwhile; register again"
+        ) from exc
+
+
+async def _try_claim(
+    ctx: ApiContext, msg: Msg, runner_id: str, auth: RunnerAuth
+) -> TaskOffer | None:
     event = decode_event(msg.data)
     if not isinstance(event, SubmissionSubmitted):
         await msg.ack()
@@ -89,6 +147,7 @@ async def _try_claim(ctx: ApiContext, msg: Msg, runner_id: str) -> TaskOffer | N
         attempt=attempt,
         lease_id=lease_id,
         runner_id=runner_id,
+        key_id=auth.key_id,
         reply=str(msg.reply),
     )
     base = f"/api/runner/tasks/{event.submission_id}"
@@ -125,6 +184,9 @@ async def claim_task(
 ) -> TaskOffer | None:
     """A task of one of the runner's architectures, or None when none came within `wait_s`."""
     arches = _runner_arches(ctx, auth, runner_id)
+    owner, _ = await runner_binding(ctx, runner_id)
+    if owner is not None:
+        _refuse_binding(runner_id, owner, auth)
     await _announce_idle(ctx, runner_id, arches)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_s
@@ -133,7 +195,7 @@ async def claim_task(
         slice_s = min(max(remaining, 0.0), 1.0) / len(arches)
         for arch in arches:
             msg = await _fetch_one(ctx, arch, slice_s)
-            if msg is not None and (offer := await _try_claim(ctx, msg, runner_id)):
+            if msg is not None and (offer := await _try_claim(ctx, msg, runner_id, auth)):
                 return offer
         if loop.time() >= deadline:
             return None
@@ -153,8 +215,10 @@ async def _announce_idle(ctx: ApiContext, runner_id: str, arches: list[str]) -> 
 
 
 def verify_lease(ctx: ApiContext, auth: RunnerAuth, token: str) -> LeaseClaim:
-    """The claim of a lease token the caller may use: right key, current lease."""
+    """The claim of a lease token the caller may use: the key it was handed to, current lease."""
     claim = ctx.signer.verify(token)
+    if not hmac.compare_digest(claim.key_id, auth.key_id):
+        raise ApiError(403, "lease_not_yours", "this lease token was handed to another runner key")
     auth.require(KernelId.parse(claim.kernel_id).arch)
     view = ctx.models.submissions.get(claim.submission_id)
     if view is None or view.state.lease_id != claim.lease_id:

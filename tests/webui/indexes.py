@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from kz_events.events import SubmissionAccepted, SubmissionDisqualified
+from kz_events.events import BoardReviewed, SubmissionAccepted, SubmissionDisqualified
 from kz_projector.index import IndexState, fold_index, render_index
 
 __all__ = ["Accepted", "render_accepted"]
@@ -57,7 +57,8 @@ def _result(rec: Accepted) -> dict[str, object]:
 
 
 def render_accepted(records: Iterable[Accepted]) -> bytes:
-    """index.json after every record was accepted (and disqualified where it says so)."""
+    """index.json after every record was accepted (and disqualified where it says so), each
+    board then reviewed by a maintainer (a board a submission opens is unreviewed until then)."""
     state = IndexState()
     seq = 0
     for n, rec in enumerate(records):
@@ -89,4 +90,11 @@ def render_accepted(records: Iterable[Accepted]) -> bytes:
                 reason=rec.disqualified,
             )
             state = fold_index(state, seq, dq)
+    last = state.generated_at
+    for n, board in enumerate(sorted(state.boards.values(), key=lambda b: b.key)):
+        seq += 1
+        review = BoardReviewed(event_id=f"r{n}", occurred_at=T0, actor="maintainer",
+                               kernel_id=board.kernels[0])
+        state = fold_index(state, seq, review)
+    state.generated_at = last  # the time of the last result, as before the reviews
     return render_index(state)

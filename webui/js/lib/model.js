@@ -126,6 +126,11 @@ export function normaliseKernel(raw) {
     disqualified: dq.disqualified,
     dqReason: dq.dqReason,
     dqCount: dq.dqCount,
+    // A best marked suspect (a tripwire hit or a runtime flag no maintainer has cleared yet):
+    // still shown and ranked, but marked.
+    suspect: raw.best?.suspect === true,
+    // Indexes from before boards were reviewed have no such field: their boards count as reviewed.
+    boardReviewed: raw.board_reviewed !== false,
     speedup: null,
     isReference: false,
     rank: null,
@@ -167,7 +172,7 @@ function buildBoard(kernels, referenceId) {
  * A board of raw kernel entries. `count` and the key's parts are there at once; `metric`,
  * `referenceId` and the ranked `entries` are built on first read (or by `build()`), once.
  */
-function lazyBoard(key, raws, referenceId) {
+function lazyBoard(key, raws, referenceId, info) {
   const [arch, op_class, sub_class, quant] = key.split('/');
   let built = null;
   const build = () => (built ??= buildBoard(raws.map(normaliseKernel), referenceId));
@@ -178,6 +183,9 @@ function lazyBoard(key, raws, referenceId) {
     sub_class,
     quant,
     count: raws.length,
+    reviewed: boardReviewed(info, raws),
+    reviewedBy: info?.reviewed_by ?? null,
+    judgeKernel: info?.judge_kernel ?? null,
     get built() {
       return built !== null;
     },
@@ -192,6 +200,20 @@ function lazyBoard(key, raws, referenceId) {
       return build().entries;
     },
   };
+}
+
+/**
+ * Whether a board is reviewed: the index's `boards` entry says so; without one, its kernels'
+ * `board_reviewed` (an index from before boards were reviewed has neither: reviewed).
+ */
+export function boardReviewed(info, raws = []) {
+  if (info && typeof info.reviewed === 'boolean') return info.reviewed;
+  return !raws.some((k) => k.board_reviewed === false);
+}
+
+/** Board keys in display order: reviewed boards first, unreviewed ones listed apart after them. */
+export function orderBoards(keys, reviewedOf) {
+  return [...keys].sort((a, b) => Number(!reviewedOf(a)) - Number(!reviewedOf(b)) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** id -> board key, for the ids whose board the id's own prefix does not name. */
@@ -255,7 +277,7 @@ function listQueue(raw) {
  * rest ahead of need. The rankings are those of building every board at once.
  */
 export function normaliseIndex(raw) {
-  const references = leaderboardReferences(raw?.leaderboards);
+  const referencesReviewed = leaderboardReferences(raw?.leaderboards);
   const groups = new Map();
   for (const k of listKernels(raw?.kernels)) {
     const key = boardKey(k);
@@ -263,7 +285,10 @@ export function normaliseIndex(raw) {
     if (members) members.push(k);
     else groups.set(key, [k]);
   }
-  const boards = [...groups.keys()].sort().map((key) => lazyBoard(key, groups.get(key), references[key]));
+  const infos = raw?.boards && typeof raw.boards === 'object' ? raw.boards : {};
+  const references = { ...leaderboardReferences(raw?.unreviewed_leaderboards), ...referencesReviewed };
+  const order = orderBoards(groups.keys(), (key) => boardReviewed(infos[key], groups.get(key)));
+  const boards = order.map((key) => lazyBoard(key, groups.get(key), references[key], infos[key]));
   return {
     schemaVersion: raw?.schema_version ?? null,
     logSeq: raw?.log_seq ?? 0,

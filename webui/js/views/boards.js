@@ -6,6 +6,7 @@ import { indexAt, indexStore } from '../live.js';
 import { describeMetric, formatNumber, formatTimestamp } from '../lib/format.js';
 import { facets, filterBoards, kernelChanged, pageOf, sortEntries } from '../lib/model.js';
 import { formatHash, links } from '../lib/route.js';
+import { unreviewedBadge } from './review.js';
 import { boardScale, boardTable } from './table.js';
 
 export const BOARDS_PER_PAGE = 8;
@@ -46,6 +47,11 @@ function pager(p, goTo, label) {
     button('next ›', p.page + 1, 'next'),
     button('last »', p.pages, 'last'),
   );
+}
+
+/** The heading above the first unreviewed board of a page: they are listed apart. */
+function unreviewedHeading() {
+  return h('div', { class: 'unreviewed-head', role: 'note' }, h('h2', {}, 'Unreviewed boards'), h('p', { class: 'muted' }, 'Boards opened by a submission whose judge (benchmark.py, build_test_env.py) no maintainer has reviewed yet. Their rankings are not comparable with the reviewed boards above.'));
 }
 
 export function createBoardsView(ctx) {
@@ -120,6 +126,7 @@ export function createBoardsView(ctx) {
       'div',
       { class: 'board-head' },
       h('h2', {}, link ? h('a', { href: links.board(board.key, route.query.at ? { at: route.query.at } : {}), 'data-focus-key': `b:${board.key}` }, title) : title),
+      board.reviewed === false ? unreviewedBadge() : null,
       h('span', { class: 'muted metric' }, describeMetric(board.metric, unit)),
       board.referenceId ? h('span', { class: 'muted' }, ' · reference ', h('a', { href: links.kernel(board.referenceId) }, board.referenceId.split('/')[4])) : null,
     );
@@ -128,17 +135,18 @@ export function createBoardsView(ctx) {
   function renderOverview(filtered) {
     const p = pageOf(filtered, route.query.page, BOARDS_PER_PAGE);
     const kernels = filtered.reduce((n, b) => n + b.count, 0);
-    const cards = p.items.map((board) => {
+    const cards = p.items.flatMap((board, i) => {
       const entries = sortEntries(board.entries, sortOf().key, sortOf().dir);
       const shown = entries.slice(0, ROWS_PER_CARD);
       const more = entries.length - shown.length;
-      return h(
+      const apart = board.reviewed === false && (i === 0 || p.items[i - 1].reviewed !== false) ? [unreviewedHeading()] : [];
+      return [...apart, h(
         'section',
-        { class: 'card', 'aria-label': board.key, 'data-board': board.key },
+        { class: `card${board.reviewed === false ? ' unreviewed-board' : ''}`, 'aria-label': board.key, 'data-board': board.key, 'data-reviewed': String(board.reviewed !== false) },
         boardHeading(board, true),
         boardTable(board, shown, { sort: sortOf(), onSort, now: ctx.now(), changed, caption: board.key }),
         more > 0 ? h('a', { class: 'more', href: links.board(board.key, { q: route.query.q, at: route.query.at }) }, `all ${formatNumber(entries.length)} kernels on this board →`) : null,
-      );
+      )];
     });
     return [h('p', { class: 'summary muted', role: 'status' }, `${formatNumber(kernels)} kernels on ${formatNumber(filtered.length)} boards`), ...cards, pager(p, (page) => set({ page }), 'boards')];
   }
@@ -147,7 +155,7 @@ export function createBoardsView(ctx) {
     const entries = sortEntries(board.entries, sortOf().key, sortOf().dir);
     const p = pageOf(entries, route.query.page, ROWS_PER_PAGE);
     return [
-      h('section', { class: 'card', 'data-board': board.key }, boardHeading(board, false), boardTable(board, p.items, { sort: sortOf(), onSort, now: ctx.now(), changed, caption: board.key })),
+      h('section', { class: `card${board.reviewed === false ? ' unreviewed-board' : ''}`, 'data-board': board.key, 'data-reviewed': String(board.reviewed !== false) }, boardHeading(board, false), boardTable(board, p.items, { sort: sortOf(), onSort, now: ctx.now(), changed, caption: board.key })),
       pager(p, (page) => set({ page }), 'kernels'),
     ];
   }

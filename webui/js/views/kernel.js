@@ -8,6 +8,7 @@ import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative,
 import { locateKernel, normaliseScore, samplesOf, workloadParams } from '../lib/model.js';
 import { links } from '../lib/route.js';
 import { historyChart } from './chart.js';
+import { suspectBadge, unreviewedBadge } from './review.js';
 import { statusBadge } from './submission.js';
 
 function section(title, ...content) {
@@ -91,7 +92,7 @@ function attemptsTable(subs, scale, now) {
             h('td', { class: 'muted nowrap' }, time(s.updated_at ?? s.created_at, formatRelative(s.updated_at ?? s.created_at, now))),
             h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))),
             h('td', { class: 'nowrap' }, s.submitter_id ?? '—'),
-            h('td', {}, statusBadge(s.status)),
+            h('td', {}, statusBadge(s.status), suspectBadge(s.suspect)),
             h('td', { class: 'num' }, formatScaled(s.result?.metric_value ?? s.result?.value, scale)),
             h('td', { class: 'reason' }, s.result?.reason ?? s.error?.message ?? '—'),
             h('td', { class: 'mono muted' }, shortId(s.commits?.source, 10)),
@@ -145,15 +146,15 @@ function commitsSection(commits, now) {
   );
 }
 
-function header(id, desc, located) {
+function header(id, desc, located, board) {
   const [arch, op, sub, quant, name] = id.split('/');
   const group = `${arch}/${op}/${sub}/${quant}`;
   return h(
     'div',
     { class: 'page-head' },
-    h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.boards() }, 'boards'), ' / ', h('a', { href: links.board(group) }, group), ' / ', name),
+    h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.boards() }, 'boards'), ' / ', h('a', { href: links.board(group) }, group), board?.reviewed === false ? unreviewedBadge() : null, ' / ', name),
     h('h1', {}, name, desc.title ? h('span', { class: 'subtitle' }, desc.title) : null),
-    h('p', { class: 'meta' }, desc.language ? badge(desc.language, 'lang') : null, located?.kernel.disqualified ? badge('disqualified', 'bad', located.kernel.dqReason) : null, (desc.tags ?? []).map((t) => badge(t, 'muted')), desc.authors?.length ? h('span', { class: 'muted' }, ` by ${desc.authors.map((a) => (typeof a === 'string' ? a : a.name)).join(', ')}`) : null, desc.license ? h('span', { class: 'muted' }, ` · ${desc.license}`) : null),
+    h('p', { class: 'meta' }, desc.language ? badge(desc.language, 'lang') : null, located?.kernel.disqualified ? badge('disqualified', 'bad', located.kernel.dqReason) : null, located?.kernel.suspect && !located.kernel.disqualified ? h('span', { class: 'badge tone-warn suspect', title: 'its best result is marked suspect until a maintainer looks at it' }, 'best is suspect') : null, (desc.tags ?? []).map((t) => badge(t, 'muted')), desc.authors?.length ? h('span', { class: 'muted' }, ` by ${desc.authors.map((a) => (typeof a === 'string' ? a : a.name)).join(', ')}`) : null, desc.license ? h('span', { class: 'muted' }, ` · ${desc.license}`) : null),
   );
 }
 
@@ -209,7 +210,7 @@ export function createKernelView() {
     const located = indexStore.index ? locateKernel(indexStore.index, id) : null;
     const now = Date.now();
     fill(root, 
-      header(id, desc, located),
+      header(id, desc, located, detail.board),
       stats(metric, best, current, scoreboard, located, scale, now),
       desc.description ? h('section', { class: 'card prose' }, h('h2', {}, 'Description'), h('p', { class: 'description' }, desc.description)) : null,
       section(`Accepted results over time (${points.length})`, points.length ? historyChart(points, { metric, scale, onPick: (p) => p.submission_id && (location.hash = links.submission(p.submission_id)) }) : empty('No accepted result yet.', 'The chart fills in as results are accepted.')),

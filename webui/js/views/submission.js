@@ -7,6 +7,7 @@ import { TERMINAL, flattenSubmission, timeline } from '../lib/events.js';
 import { chooseScale, formatBytes, formatRelative, formatScaled, formatTimestamp, shortId } from '../lib/format.js';
 import { samplesOf } from '../lib/model.js';
 import { links } from '../lib/route.js';
+import { suspectBadge, suspectReasons } from './review.js';
 
 const STATUS_TONE = { queued: 'info', running: 'warn', accepted: 'good', committed: 'good', rejected: 'bad', failed: 'bad', cancelled: 'muted' };
 const LONG_POLL_S = 30;
@@ -26,6 +27,7 @@ function meta(d, now) {
     d.message ? row('message', d.message) : null,
     d.queue_position ? row('queue position', `#${d.queue_position}`) : null,
     d.disqualified ? row('disqualified', h('span', { class: 'reason' }, d.disqualified)) : null,
+    d.suspect ? row('suspect', h('div', {}, suspectBadge(d.suspect), d.suspect.cleared_reason ? h('span', { class: 'reason' }, ` ${d.suspect.cleared_reason}`) : null, suspectReasons(d.suspect))) : null,
     row('attempt', d.attempt ? String(d.attempt) : null),
     row('runner', d.runner_id),
     row('created', d.created_at ? time(d.created_at, `${formatTimestamp(d.created_at)} (${formatRelative(d.created_at, now)})`) : null),
@@ -89,7 +91,7 @@ export function createSubmissionView() {
     setTitle(`submission ${shortId(id)}`, d.status);
     const scroll = window.scrollY;
     fill(root, 
-      h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
+      h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), suspectBadge(d.suspect), following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
       h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(d))),
       h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d.result_document ?? d.result)),
       h('section', { class: 'card' }, h('h2', {}, 'Log'), log !== null ? h('pre', { class: 'log', tabindex: 0 }, log || '(empty log)') : empty(following ? 'The log appears when the run ends.' : 'No log for this submission.')),

@@ -50,6 +50,7 @@ function nameCell(e) {
     h('a', { href: links.kernel(e.id), class: 'kname', 'data-focus-key': `k:${e.id}` }, e.name),
     e.isReference ? badge('ref', 'muted', 'the group\'s reference: speed-ups are against it') : null,
     e.disqualified ? badge('DQ', 'bad', `disqualified${e.dqReason ? `: ${e.dqReason}` : ''}`) : null,
+    e.suspect && !e.disqualified ? h('span', { class: 'badge tone-warn suspect', title: 'its best result is marked suspect (a tripwire hit or a runtime flag) until a maintainer looks at it' }, 'suspect') : null,
     e.title && e.title !== e.name ? h('span', { class: 'ktitle' }, e.title) : null,
   );
 }
