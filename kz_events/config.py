@@ -6,6 +6,7 @@ variable and what it expects.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
@@ -18,7 +19,7 @@ import yaml
 
 from kz_events.errors import ConfigError
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["Settings", "check_exposure", "exposure_problems", "is_loopback", "load_settings"]
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,6 +56,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_open_submissions: int = 50
     replicas: int = 1
     lease_secret: str | None = None
+    # an API on an address other than loopback (check_exposure)
+    open_submissions: bool = False
+    max_kernel_lease_s: float = 24 * 3600.0
 
     @property
     def effective_index_path(self) -> Path:
@@ -92,6 +96,8 @@ _ENV: dict[str, str] = {
     "KZ_MAX_OPEN_SUBMISSIONS": "max_open_submissions",
     "KZ_REPLICAS": "replicas",
     "KZ_LEASE_SECRET": "lease_secret",
+    "KZ_OPEN_SUBMISSIONS": "open_submissions",
+    "KZ_MAX_KERNEL_LEASE_S": "max_kernel_lease_s",
 }
 _FIELD_TO_ENV = {field: env for env, field in _ENV.items()}
 _JSON_FIELDS = {"runner_keys", "submitter_tokens"}
@@ -107,7 +113,9 @@ _POSITIVE = {
     "max_upload_bytes",
     "max_open_submissions",
     "replicas",
+    "max_kernel_lease_s",
 }
+MIN_LEASE_SECRET = 16
 _BACKENDS = {"docker", "sandbox", "stub"}
 
 
@@ -217,4 +225,56 @@ def _check(settings: Settings) -> list[str]:
             problems.append(
                 f'KZ_RUNNER_KEYS_JSON: expected {{"key": ["arch", ...]}}, got key {key!r}'
             )
+    if settings.lease_secret is not None and len(settings.lease_secret) < MIN_LEASE_SECRET:
+        problems.append(
+            f"KZ_LEASE_SECRET: expected at least {MIN_LEASE_SECRET} characters, "
+            f"got {len(settings.lease_secret)}"
+        )
     return problems
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an API bound to `host` is reachable from this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name or a wildcard address: reachable from elsewhere
+
+
+def exposure_problems(settings: Settings, host: str | None = None) -> list[str]:
+    """What an API listening on `host` (default `settings.host`) lacks to be open to others:
+    one line per missing setting, none when `host` is loopback.
+
+    Off loopback, strangers reach the API: every runner needs a key (without keys any
+    `X-Runner-Key` is accepted), submitters need tokens unless open submissions are chosen
+    explicitly, and lease tokens need a secret that every API replica shares (each replica
+    makes its own otherwise, and refuses the leases of the others)."""
+    host = settings.host if host is None else host
+    if is_loopback(host):
+        return []
+    where = f"the API listens on {host}, not on loopback"
+    problems: list[str] = []
+    if not settings.runner_keys:
+        problems.append(
+            f'KZ_RUNNER_KEYS_JSON: {where}: expected runner keys {{"key": ["arch", ...]}}, got none'
+        )
+    if not settings.submitter_tokens and not settings.open_submissions:
+        problems.append(
+            f'KZ_SUBMITTER_TOKENS_JSON: {where}: expected submitter tokens {{"token": '
+            '"submitter-id"}, or KZ_OPEN_SUBMISSIONS=true to accept any X-Submitter-Id, got neither'
+        )
+    if not settings.lease_secret:
+        problems.append(
+            f"KZ_LEASE_SECRET: {where}: expected a secret of at least {MIN_LEASE_SECRET} "
+            "characters shared by every API replica, got none"
+        )
+    return problems
+
+
+def check_exposure(settings: Settings, host: str | None = None) -> None:
+    """Refuse to serve on `host` (see `exposure_problems`) with one line per missing setting."""
+    problems = exposure_problems(settings, host)
+    if problems:
+        raise ConfigError("\n".join(problems), details={"problems": problems})

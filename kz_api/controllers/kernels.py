@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -10,7 +12,7 @@ from litestar import Controller, Response, delete, get, post
 from litestar.di import Provide
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
-from kz_api.auth import SubmitterDep, identify_submitter
+from kz_api.auth import Submitter, SubmitterDep, identify_submitter
 from kz_api.context import Ctx
 from kz_api.controllers.boards import board_doc
 from kz_api.errors import ApiError
@@ -31,13 +33,21 @@ from kz_api.views import history_row, lease_doc
 from kz_events.errors import InvalidInput
 from kz_events.events import EventMeta
 from kz_events.ids import KernelId
-from kz_events.lifecycle import ClaimKernel, KernelLease, ReleaseKernel, decide_lease, fold_lease
+from kz_events.lifecycle import (
+    ClaimKernel,
+    KernelLease,
+    ReleaseKernel,
+    decide_lease,
+    evolve_lease,
+    fold_lease,
+)
 from kz_events.subjects import aggregate_filter
 from kz_package import PACKAGE_DIR, load_yaml
 from kz_projector.index import BoardInfo, board_of
 
 __all__ = ["KernelsController"]
 
+LeaseCommand = ClaimKernel | ReleaseKernel
 KERNEL = "/{arch:str}/{op_class:str}/{sub_class:str}/{quant:str}/{name:str}"
 
 
@@ -109,14 +119,89 @@ def _unknown(kernel_id: KernelId) -> ApiError:
     return ApiError(404, "unknown_kernel", f"no kernel {kernel_id}")
 
 
-async def _lease_command(ctx: Ctx, kernel_id: KernelId, build: Any) -> LeaseDoc:
+async def _lease_command(
+    ctx: Ctx, kernel_id: KernelId, build: Callable[[KernelLease], list[LeaseCommand]]
+) -> LeaseDoc:
+    """Decide the commands `build` makes from the stored lease, in order, and append what they
+    decide under one concurrency check."""
     subject = aggregate_filter("kernel", kernel_id.arch, str(kernel_id))
     stored = await ctx.log.load(subject)
     lease = fold_lease(stored)
-    events = decide_lease(lease, build())
+    events = []
+    for command in build(lease):
+        decided = decide_lease(lease, command)
+        for event in decided:
+            lease = evolve_lease(lease, event)
+        events.extend(decided)
     await append_seen(ctx, events, expect=stored[-1][0] if stored else 0, expect_on=subject)
     current = ctx.models.leases.get(str(kernel_id), KernelLease(kernel_id=str(kernel_id)))
     return lease_doc(current)
+
+
+def _held_by_other(lease: KernelLease, submitter: Submitter, now: datetime) -> bool:
+    return lease.held_at(now) and lease.holder not in (None, submitter.id)
+
+
+def _claim_commands(
+    kernel_id: KernelId, submitter: Submitter, ttl_s: float, override: bool
+) -> Callable[[KernelLease], list[LeaseCommand]]:
+    """Claim (or renew); with `override`, a maintainer first releases another holder's lease."""
+
+    def build(lease: KernelLease) -> list[LeaseCommand]:
+        meta = EventMeta.now(submitter.id)
+        claim = ClaimKernel(
+            meta=meta,
+            kernel_id=str(kernel_id),
+            holder=submitter.id,
+            lease_id=str(uuid.uuid4()),
+            ttl_s=ttl_s,
+        )
+        if (
+            override
+            and lease.holder is not None
+            and _held_by_other(lease, submitter, meta.occurred_at)
+        ):
+            # its own event id: one shared with the claim would de-duplicate the claim away
+            release_meta = EventMeta.now(submitter.id)
+            release = ReleaseKernel(
+                meta=release_meta, kernel_id=str(kernel_id), holder=lease.holder
+            )
+            return [release, claim]
+        return [claim]
+
+    return build
+
+
+def _release_commands(
+    kernel_id: KernelId, submitter: Submitter
+) -> Callable[[KernelLease], list[LeaseCommand]]:
+    """Release the caller's lease; a maintainer releases whoever holds it."""
+
+    def build(lease: KernelLease) -> list[LeaseCommand]:
+        meta = EventMeta.now(submitter.id)
+        holder = submitter.id
+        if (
+            submitter.maintainer
+            and lease.holder is not None
+            and _held_by_other(lease, submitter, meta.occurred_at)
+        ):
+            holder = lease.holder  # released on the holder's behalf; the actor says by whom
+        return [ReleaseKernel(meta=meta, kernel_id=str(kernel_id), holder=holder)]
+
+    return build
+
+
+def _lease_ttl(ctx: Ctx, data: ClaimBody | None) -> float:
+    ttl = data.ttl_s if data else ClaimBody().ttl_s
+    cap = ctx.settings.max_kernel_lease_s
+    if ttl > cap:
+        raise ApiError(
+            400,
+            "ttl_too_long",
+            f"ttl_s: expected at most {cap:g} seconds (KZ_MAX_KERNEL_LEASE_S), got {ttl:g}",
+            details={"field": "ttl_s", "max": cap},
+        )
+    return ttl
 
 
 class KernelsController(Controller):
@@ -229,8 +314,8 @@ class KernelsController(Controller):
     @post(
         KERNEL + "/claim",
         status_code=200,
-        responses=errors(401, 404, 409),
-        summary="Take or renew the optimisation lease",
+        responses=errors(400, 401, 403, 404, 409),
+        summary="Take or renew the optimisation lease (maintainers may override another's)",
     )
     async def claim(
         self,
@@ -242,28 +327,28 @@ class KernelsController(Controller):
         quant: FromPath[str],
         name: FromPath[str],
         data: JSONBody[ClaimBody | None] = None,
+        override: Annotated[
+            bool,
+            QueryParameter(description="maintainers: release another holder's lease and take it"),
+        ] = False,
     ) -> LeaseDoc:
         kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
         if not _known(ctx, kernel_id):
             raise _unknown(kernel_id)
-        ttl = data.ttl_s if data else ClaimBody().ttl_s
+        ttl = _lease_ttl(ctx, data)
+        if override and not submitter.maintainer:
+            raise ApiError(
+                403, "maintainers_only", "override: only maintainers may take another's lease"
+            )
         return await _lease_command(
-            ctx,
-            kernel_id,
-            lambda: ClaimKernel(
-                meta=EventMeta.now(submitter.id),
-                kernel_id=str(kernel_id),
-                holder=submitter.id,
-                lease_id=str(uuid.uuid4()),
-                ttl_s=ttl,
-            ),
+            ctx, kernel_id, _claim_commands(kernel_id, submitter, ttl, override)
         )
 
     @delete(
         KERNEL + "/claim",
         status_code=200,
         responses=errors(401, 404, 409),
-        summary="Release the optimisation lease",
+        summary="Release the optimisation lease (maintainers may release anyone's)",
     )
     async def release(
         self,
@@ -278,10 +363,4 @@ class KernelsController(Controller):
         kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
         if not _known(ctx, kernel_id):
             raise _unknown(kernel_id)
-        return await _lease_command(
-            ctx,
-            kernel_id,
-            lambda: ReleaseKernel(
-                meta=EventMeta.now(submitter.id), kernel_id=str(kernel_id), holder=submitter.id
-            ),
-        )
+        return await _lease_command(ctx, kernel_id, _release_commands(kernel_id, submitter))
