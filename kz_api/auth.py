@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import re
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from kz_api.errors import ApiError
 from kz_events.config import Settings
 
 __all__ = [
+    "RUNNER_KEY_ACTOR",
     "RunnerAuth",
     "RunnerDep",
     "Submitter",
@@ -25,6 +27,7 @@ __all__ = [
     "identify_submitter",
     "optional_submitter",
     "resolve_submitter",
+    "runner_key_id",
 ]
 
 SubmitterHeader = Annotated[
@@ -39,6 +42,14 @@ RunnerKeyHeader = Annotated[
 ]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,127}")
+RUNNER_KEY_ACTOR = "runner-key:"
+"""Prefix of the actor of a registration made with a runner key; the key's id follows."""
+
+
+def runner_key_id(key: str) -> str:
+    """A runner key's public name: 16 hex digits of its SHA-256 (keys are random secrets, so
+    the name gives nothing away). Registrations record it, binding a runner id to its key."""
+    return hashlib.sha256(b"kz-runner-key\0" + key.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +66,15 @@ class RunnerAuth:
 
     key: str
     arches: frozenset[str] | None
+
+    @property
+    def key_id(self) -> str:
+        return runner_key_id(self.key)
+
+    @property
+    def actor(self) -> str:
+        """The actor of what this key registers: binds the runner id to the key."""
+        return RUNNER_KEY_ACTOR + self.key_id
 
     def allows(self, arch: str) -> bool:
         return self.arches is None or arch in self.arches

@@ -1,8 +1,8 @@
 """Lease tokens for HTTP runners: an HMAC-signed claim that any API replica can verify.
 
-The token binds a submission, attempt, lease and runner to the reply subject of the JetStream
-message, so any replica can heartbeat, ack or nak the task by publishing there, and a runner
-cannot present (or forge) a lease it was not given.
+The token binds a submission, attempt, lease, runner and runner key to the reply subject of the
+JetStream message, so any replica can heartbeat, ack or nak the task by publishing there, and a
+runner cannot present (or forge) a lease it was not given, nor use one given to another key.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class LeaseClaim(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     attempt: int
     lease_id: str
     runner_id: str
+    key_id: str  # the runner key the lease was handed to (kz_api.auth.runner_key_id)
     reply: str
 
 

@@ -24,7 +24,7 @@ from kz_events.errors import ObjectNotFound
 from kz_events.events import EventMeta, PackageSummary, TripwireHit
 from kz_events.ids import KernelId, new_submission_id
 from kz_events.lifecycle import SubmissionState, Submit, decide
-from kz_events.subjects import PACKAGES_BUCKET, judge_key
+from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 from kz_package import (
     MIB,
     Limits,
@@ -188,7 +188,7 @@ def _validate_and_judge(
 
 async def _judge_bundle(ctx: ApiContext, kernel_id: KernelId) -> bytes | None:
     try:
-        return await ctx.log.get_object_bytes(PACKAGES_BUCKET, judge_key(str(kernel_id)))
+        return await ctx.log.get_object_bytes(JUDGES_BUCKET, judge_key(str(kernel_id)))
     except ObjectNotFound:
         return None
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kz_cli import aio
-from kz_events.config import load_settings
+from kz_events.config import check_exposure, load_settings
 
 __all__ = ["MAX_HEADER_BYTES", "register", "run_api"]
 
@@ -31,6 +31,7 @@ def run_api(args: argparse.Namespace) -> int:
 
     config = getattr(args, "config", None)
     settings = load_settings(config_file=Path(config) if config else None)
+    check_exposure(settings, args.host or settings.host)  # off loopback: keys, tokens, secret
     uvicorn.run(
         create_app(settings),
         host=args.host or settings.host,

@@ -21,7 +21,7 @@ from kz_api import create_app
 from kz_cli import aio
 from kz_cli.demo import EXAMPLES, submit_demo
 from kz_cli.local import URL_FILE, forget_local_url, remember_local_url
-from kz_events.config import Settings, load_settings
+from kz_events.config import Settings, check_exposure, load_settings
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.events import KernelImported
 from kz_events.server import EmbeddedServer
@@ -74,7 +74,11 @@ async def run_stack(
     backend: str = "sandbox",
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Run every part until `stop` is set (or SIGINT/SIGTERM)."""
+    """Run every part until `stop` is set (or SIGINT/SIGTERM).
+
+    An API on an address other than loopback refuses to start without runner keys, submitter
+    tokens (or open submissions chosen explicitly) and a lease secret (`check_exposure`)."""
+    check_exposure(settings)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

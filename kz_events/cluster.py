@@ -4,6 +4,15 @@ and `LocalCluster`, an N-node JetStream cluster of `nats-server` processes on lo
 `render_permissions` is the one source of the permission model: `deploy/nats/accounts.conf` is
 generated from it (`python -m kz_events.cluster deploy/nats/accounts.conf`) and tests start
 servers with it.
+
+The model holds against the server's own features. Every JetStream API request and every
+publish to a stream subject names a reply subject that the server answers on without checking
+it against the requester's permissions, so each grant below is also a way to make the server
+publish somewhere. What the server publishes that way is a JetStream API document, a publish
+acknowledgement, or a copy of a message already stored, never bytes the requester chose: no
+role gets the direct get (`$JS.API.DIRECT.GET`), which answers with a stored body verbatim.
+Runners get no NATS user at all: they reach the platform through the API with their runner key,
+which checks every claim and result against the lifecycle rules (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -20,20 +29,16 @@ from pathlib import Path
 from types import TracebackType
 
 from kz_events.errors import ConfigError, LogUnavailable
-from kz_events.ids import parse_arch
 from kz_events.server import EmbeddedServer, free_port
 from kz_events.subjects import (
     EVENTS_STREAM,
+    JUDGES_BUCKET,
     LIVE_STREAM,
     LOGS_BUCKET,
     PACKAGES_BUCKET,
-    consumer_name,
-    encode_token,
-    submitted_filter,
 )
 
 __all__ = [
-    "DEPLOY_ARCHES",
     "LocalCluster",
     "Permissions",
     "deploy_passwords",
@@ -42,17 +47,18 @@ __all__ = [
     "render_permissions",
     "role_permissions",
     "role_users",
-    "runner_user",
 ]
 
 EVENTS = EVENTS_STREAM
 LIVE = LIVE_STREAM
 PACKAGES = PACKAGES_BUCKET
 LOGS = LOGS_BUCKET
+JUDGES = JUDGES_BUCKET
 ACCOUNT = "KZ"
 SYSTEM_USER = "sys"
-DEPLOY_ARCHES = ("sm80", "sm90")
-"""The architectures `deploy/nats/accounts.conf` is generated for."""
+SERVICE_USERS = ("admin", "api", "projector")
+SWEEPER_ADVISORY = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{EVENTS}.*"
+"""What the sweeper listens on: a task that used up its deliveries (kz_projector.sweeper)."""
 
 _ENV_REFERENCE = re.compile(r"\$[A-Z_][A-Z0-9_]*")
 _SUBMISSION_BY_API = ("submitted", "claimed", "result", "cancelled", "disqualified")
@@ -67,13 +73,10 @@ class Permissions:
     subscribe: tuple[str, ...]
 
 
-def runner_user(arch: str) -> str:
-    return f"runner-{parse_arch(arch)}"
-
-
-def role_users(arches: Sequence[str]) -> tuple[str, ...]:
-    """Every user the rendered configuration defines, the system user last."""
-    return ("admin", "api", "projector", *(runner_user(a) for a in arches), SYSTEM_USER)
+def role_users() -> tuple[str, ...]:
+    """Every user the rendered configuration defines, the system user last (runners have none:
+    they use the API with a runner key)."""
+    return (*SERVICE_USERS, SYSTEM_USER)
 
 
 def password_env_var(user: str) -> str:
@@ -81,9 +84,9 @@ def password_env_var(user: str) -> str:
     return "KZ_NATS_" + re.sub(r"[^A-Z0-9]", "_", user.upper()) + "_PASSWORD"
 
 
-def deploy_passwords(arches: Sequence[str]) -> dict[str, str]:
+def deploy_passwords() -> dict[str, str]:
     """Passwords as `$VAR` references, which nats-server resolves from its environment."""
-    return {user: "$" + password_env_var(user) for user in role_users(arches)}
+    return {user: "$" + password_env_var(user) for user in role_users()}
 
 
 # --- JetStream API subjects, grouped by what a client does ------------------------------
@@ -101,12 +104,10 @@ def _stream_provision(stream: str) -> list[str]:
 
 
 def _stream_read(stream: str) -> list[str]:
-    return [
-        f"$JS.API.STREAM.INFO.{stream}",
-        f"$JS.API.STREAM.MSG.GET.{stream}",
-        f"$JS.API.DIRECT.GET.{stream}",
-        f"$JS.API.DIRECT.GET.{stream}.>",
-    ]
+    # Message get, never direct get: a message get answers with an API document that wraps
+    # the stored message, so a reply aimed at an event subject stores no event; a direct get
+    # answers with the stored body itself (see the module docstring).
+    return [f"$JS.API.STREAM.INFO.{stream}", f"$JS.API.STREAM.MSG.GET.{stream}"]
 
 
 def _consumers(stream: str) -> list[str]:
@@ -151,7 +152,7 @@ def _object_put(bucket: str, *, replace: bool) -> list[str]:
 
 
 def _provision_all() -> list[str]:
-    streams = (EVENTS, LIVE, f"OBJ_{PACKAGES}", f"OBJ_{LOGS}")
+    streams = (EVENTS, LIVE, f"OBJ_{PACKAGES}", f"OBJ_{LOGS}", f"OBJ_{JUDGES}")
     return [s for stream in streams for s in (*_stream_provision(stream), *_stream_read(stream))]
 
 
@@ -177,6 +178,8 @@ def _api() -> Permissions:
         *_object_put(PACKAGES, replace=True),
         *_object_get(LOGS),
         *_object_put(LOGS, replace=True),
+        # Judge bundles are the projector's: the API serves them to runners, never writes them.
+        *_object_get(JUDGES),
     ]
     return Permissions(_dedupe(publish), ("kz.>", "_INBOX.>"))
 
@@ -192,40 +195,15 @@ def _projector() -> Permissions:
         *_object_get(PACKAGES),
         *_object_put(PACKAGES, replace=True),
         *_object_get(LOGS),
+        *_object_get(JUDGES),
+        *_object_put(JUDGES, replace=True),
     ]
-    return Permissions(_dedupe(publish), ("kz.>", "_INBOX.>"))
+    return Permissions(_dedupe(publish), ("kz.>", "_INBOX.>", SWEEPER_ADVISORY))
 
 
-def _runner(arch: str) -> Permissions:
-    a = encode_token(arch)
-    consumer = consumer_name(arch)
-    publish = [
-        *_events("submission", ("claimed", "result"), a),
-        *_events("runner", ("registered", "deregistered"), a),
-        f"kz.live.task.{a}.>",
-        f"kz.live.runner.{a}.>",
-        *_js_common(),
-        # Aggregates are read by message get (last/next by subject), not by consumers: the
-        # unnamed consumer-create subject would let a runner redefine another arch's durable.
-        *_stream_read(EVENTS),
-        f"$JS.API.STREAM.INFO.{LIVE}",
-        # Its own durable only, and only with its own filter (the filter is in the subject).
-        f"$JS.API.CONSUMER.CREATE.{EVENTS}.{consumer}.{submitted_filter(arch)}",
-        f"$JS.API.CONSUMER.INFO.{EVENTS}.{consumer}",
-        f"$JS.API.CONSUMER.MSG.NEXT.{EVENTS}.{consumer}",
-        f"$JS.ACK.{EVENTS}.{consumer}.>",
-        *_object_get(PACKAGES),
-        *_object_put(LOGS, replace=False),
-    ]
-    return Permissions(_dedupe(publish), ("_INBOX.>",))
-
-
-def role_permissions(arches: Sequence[str]) -> dict[str, Permissions]:
+def role_permissions() -> dict[str, Permissions]:
     """Each user of the KZ account and what it may do (pure)."""
-    roles = {"admin": Permissions((">",), (">",)), "api": _api(), "projector": _projector()}
-    for arch in arches:
-        roles[runner_user(arch)] = _runner(arch)
-    return roles
+    return {"admin": Permissions((">",), (">",)), "api": _api(), "projector": _projector()}
 
 
 # --- rendering ---------------------------------------------------------------------------
@@ -265,18 +243,18 @@ def _user_block(user: str, password: str, perms: Permissions | None) -> str:
     return "".join(lines)
 
 
-def render_permissions(arches: list[str], passwords: dict[str, str]) -> str:
+def render_permissions(passwords: dict[str, str]) -> str:
     """NATS configuration text: the JetStream account `KZ` with one user per role, and `SYS`.
 
-    `passwords` maps every name of `role_users(arches)` to a password or a `$VARIABLE`.
+    `passwords` maps every name of `role_users()` to a password or a `$VARIABLE`.
     """
-    users = role_users(arches)
+    users = role_users()
     missing = [u for u in users if u not in passwords]
     if missing:
         raise ConfigError(
             f"NATS passwords: expected one for each of {list(users)}, missing {missing}"
         )
-    roles = role_permissions(arches)
+    roles = role_permissions()
     kz_users = "".join(_user_block(u, _password(u, passwords[u]), roles[u]) for u in roles)
     sys_user = _user_block(SYSTEM_USER, _password(SYSTEM_USER, passwords[SYSTEM_USER]), None)
     return (
@@ -409,13 +387,12 @@ class LocalCluster:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the deployment's permission file: `python -m kz_events.cluster OUT [ARCH ...]`."""
+    """Write the deployment's permission file: `python -m kz_events.cluster OUT`."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        print("usage: python -m kz_events.cluster OUT.conf [ARCH ...]", file=sys.stderr)
+    if len(args) != 1:
+        print("usage: python -m kz_events.cluster OUT.conf", file=sys.stderr)
         return 2
-    out, arches = Path(args[0]), args[1:] or list(DEPLOY_ARCHES)
-    out.write_text(render_permissions(arches, deploy_passwords(arches)))
+    Path(args[0]).write_text(render_permissions(deploy_passwords()))
     return 0
 
 

@@ -63,6 +63,7 @@ from kz_events.reader import BatchReader, Record
 from kz_events.subjects import (
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
+    JUDGES_BUCKET,
     LIVE_STREAM,
     LIVE_SUBJECTS,
     LOGS_BUCKET,
@@ -215,7 +216,7 @@ class EventLog:
         )
         for config in (events, live):
             await self._retry(functools.partial(self._add_or_update, config))
-        for bucket in (PACKAGES_BUCKET, LOGS_BUCKET):
+        for bucket in (PACKAGES_BUCKET, LOGS_BUCKET, JUDGES_BUCKET):
             self._buckets[bucket] = await self._retry(functools.partial(self._object_store, bucket))
 
     async def _add_or_update(self, config: StreamConfig) -> None:

@@ -12,6 +12,7 @@ import re
 __all__ = [
     "EVENTS_STREAM",
     "EVENTS_SUBJECTS",
+    "JUDGES_BUCKET",
     "LIVE_STREAM",
     "LIVE_SUBJECTS",
     "LOGS_BUCKET",
@@ -33,6 +34,8 @@ LIVE_STREAM = "KZ_LIVE"
 LIVE_SUBJECTS = "kz.live.>"
 PACKAGES_BUCKET = "KZ_PACKAGES"
 LOGS_BUCKET = "KZ_LOGS"
+JUDGES_BUCKET = "KZ_JUDGES"
+"""Main's trusted judge bundles, written by the projector only (apart from uploads)."""
 
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-")
 _ESCAPE = re.compile(r"%([0-9A-F]{2})")
@@ -87,7 +90,7 @@ def consumer_name(arch: str) -> str:
 
 
 def judge_key(kernel_id: str) -> str:
-    """Object key (in `KZ_PACKAGES`) of a kernel's trusted judge bundle as main has it."""
+    """Object key (in `KZ_JUDGES`) of a kernel's trusted judge bundle as main has it."""
     return f"judge/{kernel_id}"
 
 

@@ -2,7 +2,7 @@
 
 On start it folds the log up to the head's `Kz-Event-Seq` without writing, re-announces the
 head's `committed` if the log lacks it (same event id, stored once), then follows. After each
-commit it stores the kernel's trusted judge bundle under `judge_key(kernel_id)`.
+commit it stores the kernel's trusted judge bundle under `judge_key(kernel_id)` in `KZ_JUDGES`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from dulwich.repo import BaseRepo
 
 from kz_events.errors import ObjectNotFound
 from kz_events.eventlog import EventLog
-from kz_events.subjects import PACKAGES_BUCKET, judge_key
+from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 from kz_package.archive import PACKAGE_DIR, pack_directory, pack_files
 from kz_package.errors import PackageError
 from kz_package.judge import JUDGE_FILES
@@ -241,4 +241,4 @@ def judge_bundle(files: FileMap) -> bytes:
 
 async def put_judge_bundle(elog: EventLog, kernel_id: str, bundle: bytes) -> None:
     """Store `bundle` (from `judge_bundle`) as main's judge files of `kernel_id`."""
-    await elog.put_object(PACKAGES_BUCKET, judge_key(kernel_id), bundle, replacing=True)
+    await elog.put_object(JUDGES_BUCKET, judge_key(kernel_id), bundle, replacing=True)

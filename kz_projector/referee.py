@@ -42,7 +42,7 @@ from kz_events.lifecycle import (
     fold,
     suspect_reasons,
 )
-from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter, judge_key
+from kz_events.subjects import JUDGES_BUCKET, aggregate_filter, judge_key
 from kz_package.errors import PackageError
 from kz_projector.errors import PackageUnavailable
 from kz_projector.packages import PackageSource, desc_of, files_from_tarball
@@ -207,7 +207,7 @@ class Referee:
     async def metric_for(self, state: SubmissionState) -> MetricSpec | None:
         """Main's trusted metric for an existing kernel; the submitted desc's for a new one."""
         try:
-            bundle = await self.elog.get_object_bytes(PACKAGES_BUCKET, judge_key(state.kernel_id))
+            bundle = await self.elog.get_object_bytes(JUDGES_BUCKET, judge_key(state.kernel_id))
         except ObjectNotFound:
             bundle = None
         if bundle is not None:

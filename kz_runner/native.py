@@ -38,6 +38,7 @@ from kz_events.lifecycle import (
 )
 from kz_events.subjects import (
     EVENTS_STREAM,
+    JUDGES_BUCKET,
     LOGS_BUCKET,
     PACKAGES_BUCKET,
     aggregate_filter,
@@ -199,7 +200,7 @@ class NativeTransport:
 
     async def fetch_judge(self, lease: Lease) -> bytes | None:
         try:
-            return await self.log.get_object_bytes(PACKAGES_BUCKET, judge_key(lease.kernel_id))
+            return await self.log.get_object_bytes(JUDGES_BUCKET, judge_key(lease.kernel_id))
         except ObjectNotFound:
             return None
 

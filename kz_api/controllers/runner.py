@@ -26,12 +26,17 @@ from kz_api.models import (
     TaskOffer,
 )
 from kz_api.openapi import errors
-from kz_api.runner_tasks import claim_task, heartbeat, report_result, verify_lease
-from kz_api.service import append_seen
+from kz_api.runner_tasks import (
+    claim_task,
+    heartbeat,
+    register_runner,
+    report_result,
+    verify_lease,
+)
 from kz_api.views import runner_doc
 from kz_events.errors import ObjectNotFound
 from kz_events.events import EventMeta, RunnerRegistered
-from kz_events.subjects import PACKAGES_BUCKET, judge_key
+from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 
 __all__ = ["RunnerController", "RunnersController"]
 
@@ -41,9 +46,9 @@ LeaseHeader = Annotated[
 ]
 
 
-async def _object(ctx: Ctx, key: str, what: str) -> Response[bytes]:
+async def _object(ctx: Ctx, bucket: str, key: str, what: str) -> Response[bytes]:
     try:
-        data = await ctx.log.get_object_bytes(PACKAGES_BUCKET, key)
+        data = await ctx.log.get_object_bytes(bucket, key)
     except ObjectNotFound as exc:
         raise ApiError(404, "object_not_found", f"the {what} is not in the object store") from exc
     return Response(data, media_type="application/gzip")
@@ -54,13 +59,18 @@ class RunnerController(Controller):
     tags = ["runner"]
     dependencies = {"runner": Provide(identify_runner)}
 
-    @post("/register", status_code=200, responses=errors(401, 403), summary="Announce a runner")
+    @post(
+        "/register",
+        status_code=200,
+        responses=errors(401, 403, 409),
+        summary="Announce a runner (its id becomes the key's)",
+    )
     async def register(
         self, ctx: Ctx, runner: RunnerDep, data: JSONBody[RegisterBody]
     ) -> RegisterAnswer:
         for arch in data.arches:
             runner.require(arch)
-        meta = EventMeta.now(data.runner_id)
+        meta = EventMeta.now(runner.actor)  # the key registers: the runner id becomes its own
         event = RunnerRegistered(
             **meta.fields(),
             runner_id=data.runner_id,
@@ -69,7 +79,7 @@ class RunnerController(Controller):
             backend=data.backend,
             labels=dict(data.labels),
         )
-        await append_seen(ctx, [event], expect=None, expect_on=None)
+        await register_runner(ctx, runner, event)
         settings = ctx.settings
         return RegisterAnswer(
             runner_id=data.runner_id,
@@ -132,7 +142,7 @@ class RunnerController(Controller):
     ) -> Response[bytes]:
         claim = _task_claim(ctx, runner, submission_id, lease_token)
         view = ctx.models.submissions[claim.submission_id]
-        return await _object(ctx, view.submitted.package_digest, "package")
+        return await _object(ctx, PACKAGES_BUCKET, view.submitted.package_digest, "package")
 
     @get(
         "/tasks/{submission_id:str}/judge",
@@ -144,7 +154,7 @@ class RunnerController(Controller):
         self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], lease_token: LeaseHeader
     ) -> Response[bytes]:
         claim = _task_claim(ctx, runner, submission_id, lease_token)
-        return await _object(ctx, judge_key(claim.kernel_id), "judge bundle")
+        return await _object(ctx, JUDGES_BUCKET, judge_key(claim.kernel_id), "judge bundle")
 
 
 def _task_claim(

@@ -27,7 +27,7 @@ from kz_events.events import (
     SubmissionResult,
 )
 from kz_events.server import EmbeddedServer
-from kz_events.subjects import PACKAGES_BUCKET, judge_key
+from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 
 KERNEL = "cpu/Norm/RMSNorm/fp32/numpy_ref"
 SECRET = b"test-lease-secret-0123456789abcdef"
@@ -146,7 +146,7 @@ async def put_judge(api: Api, kernel_id: str = KERNEL, **judge: Any) -> None:
     """Store a judge bundle for `kernel_id` as the git projector would."""
     files = {p: d for p, d in package(kernel_id, **judge).items() if not p.startswith("src/")}
     bundle = io.BytesIO(kz_testing.package_tarball(files))
-    await api.log.put_object(PACKAGES_BUCKET, judge_key(kernel_id), bundle)
+    await api.log.put_object(JUDGES_BUCKET, judge_key(kernel_id), bundle)
 
 
 RESULT_DOC: dict[str, Any] = {

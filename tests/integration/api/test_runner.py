@@ -110,13 +110,14 @@ async def test_claim_heartbeat_result_flow(api: Api) -> None:
 
 @keyed
 async def test_foreign_and_forged_leases(api: Api) -> None:
-    """Another architecture's key is 403; a tampered token is 409 stale_lease; nothing appended."""
+    """Another key (here of another architecture) is 403 lease_not_yours; a tampered token is
+    409 stale_lease; nothing appended."""
     offer = await _claimed(api)
     sid, token = offer["submission_id"], offer["lease_token"]
     before = len(await stream_events(api.log))
     body = {"lease_token": token, "outcome": "accepted", "result": RESULT_DOC}
     foreign = await api.client.post(f"/api/submissions/{sid}/result", json=body, headers=GPU)
-    assert foreign.status_code == 403 and _code(foreign) == "arch_not_allowed"
+    assert foreign.status_code == 403 and _code(foreign) == "lease_not_yours"
     head, _, mac = token.partition(".")
     forged = {**body, "lease_token": head[:-2] + "xx." + mac}
     stale = await api.client.post(f"/api/submissions/{sid}/result", json=forged, headers=CPU)

@@ -11,8 +11,6 @@ import pytest
 from kz_events.cluster import LocalCluster, render_permissions, role_users
 from kz_events.server import EmbeddedServer
 
-ARCHES = ["sm80", "sm90"]
-
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
@@ -24,14 +22,12 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 @pytest.fixture
 def passwords() -> dict[str, str]:
     """A password per user of the rendered configuration."""
-    return {user: f"pw-{user}" for user in role_users(ARCHES)}
+    return {user: f"pw-{user}" for user in role_users()}
 
 
 @pytest.fixture
 def secured_server(tmp_path: Path, passwords: dict[str, str]) -> Iterator[EmbeddedServer]:
-    """One JetStream server started with the rendered permissions for sm80 and sm90."""
-    server = EmbeddedServer(
-        tmp_path / "secured", extra_config=render_permissions(ARCHES, passwords)
-    )
+    """One JetStream server started with the rendered permissions."""
+    server = EmbeddedServer(tmp_path / "secured", extra_config=render_permissions(passwords))
     with server:
         yield server

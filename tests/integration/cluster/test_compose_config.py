@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kz_events.cluster import DEPLOY_ARCHES, password_env_var, role_users, runner_user
+from kz_events.cluster import password_env_var, role_users
+from kz_events.config import exposure_problems, load_settings
 from kz_events.server import find_server_binary
 
 pytestmark = pytest.mark.integration
@@ -95,20 +96,64 @@ def test_compose_refuses_to_start_without_passwords(tmp_path: Path) -> None:
 @needs_compose
 def test_services_connect_as_their_roles(resolved: dict[str, Any]) -> None:
     """Each service's NATS URLs carry a user of the permission model that fits its role, over
-    all three nodes, and each runner's user matches the architecture it serves."""
-    users = set(role_users(DEPLOY_ARCHES))
+    all three nodes; runners have no NATS URL and reach the API with their own key and id."""
+    users = set(role_users())
     for name, svc in resolved["services"].items():
-        url = svc.get("environment", {}).get("KZ_NATS_URL")
+        env = svc.get("environment", {})
+        if name.startswith("runner-"):
+            assert "KZ_NATS_URL" not in env and svc["command"] == ["runner", "--http"]
+            assert env["KZ_RUNNER_KEY"] and env["KZ_SERVER_URL"].startswith("http://proxy:")
+            continue
+        url = env.get("KZ_NATS_URL")
         if url is None:
             continue
         found = re.findall(r"nats://([^:]+):[^@]+@(nats-\d):4222", url)
         assert {host for _, host in found} == {"nats-1", "nats-2", "nats-3"}, name
         [user] = {user for user, _ in found}
         assert user in users
-        if name.startswith("runner-"):
-            assert user == runner_user(svc["environment"]["KZ_RUNNER_ARCH"])
-        else:
-            assert user == ("projector" if name == "projector" else "api")
+        assert user == ("projector" if name == "projector" else "api")
+    runner_ids = [
+        svc["environment"]["KZ_RUNNER_ID"]
+        for name, svc in resolved["services"].items()
+        if name.startswith("runner-")
+    ]
+    assert len(set(runner_ids)) == len(runner_ids)  # an id is bound to the key that used it first
+
+
+@needs_compose
+def test_apis_start_off_loopback_with_what_compose_sets(resolved: dict[str, Any]) -> None:
+    """The API replicas listen on 0.0.0.0 with runner keys that cover the runners' keys,
+    submitter tokens and one shared lease secret: their start-up check passes."""
+    apis = [svc for svc in resolved["services"].values() if svc.get("command") == ["api"]]
+    secrets = set()
+    for svc in apis:
+        settings = load_settings({k: str(v) for k, v in svc["environment"].items()})
+        assert settings.host == "0.0.0.0" and exposure_problems(settings) == []
+        secrets.add(settings.lease_secret)
+        for name, runner in resolved["services"].items():
+            if name.startswith("runner-"):
+                key, arch = (
+                    runner["environment"]["KZ_RUNNER_KEY"],
+                    runner["environment"]["KZ_RUNNER_ARCH"],
+                )
+                assert arch in settings.runner_keys[key]
+    assert len(secrets) == 1
+
+
+@needs_compose
+@pytest.mark.parametrize(
+    "missing", ["KZ_RUNNER_KEYS_JSON", "KZ_LEASE_SECRET", "KZ_RUNNER_KEY_SM90"]
+)
+def test_compose_refuses_to_start_without_runner_keys_or_lease_secret(
+    tmp_path: Path, missing: str
+) -> None:
+    """Without runner keys, a runner's key or the lease secret `docker-compose config` fails
+    and names the setting."""
+    env = tmp_path / "partial.env"
+    env.write_text("".join(f"{k}={v}\n" for k, v in env_example().items() if k != missing))
+    done = compose_config(env)
+    assert done.returncode != 0
+    assert missing in done.stderr and "set it in deploy/.env" in done.stderr
 
 
 @needs_compose
@@ -127,7 +172,7 @@ def test_proxy_sends_to_every_api_replica(resolved: dict[str, Any]) -> None:
 
 def test_env_example_names_every_nats_password() -> None:
     """The example settings hold one password variable per user the permission file uses."""
-    wanted = {password_env_var(user) for user in role_users(DEPLOY_ARCHES)}
+    wanted = {password_env_var(user) for user in role_users()}
     assert wanted <= set(env_example())
 
 

@@ -23,7 +23,7 @@ from kz_events.eventlog import EventLog
 from kz_events.events import EventMeta, SubmissionFailed
 from kz_events.lifecycle import Disqualify, decide, fold
 from kz_events.server import EmbeddedServer
-from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter, judge_key
+from kz_events.subjects import JUDGES_BUCKET, aggregate_filter, judge_key
 from kz_projector import gitstore
 from kz_projector.audit import run_audit
 from kz_projector.errors import RefLocked
@@ -98,7 +98,7 @@ async def test_import_makes_the_repo_from_the_log_alone(
     assert repo.files("cpu/GEMM/dense/fp32/x1") == [
         ".kernel_package/bench_result.yaml", ".kernel_package/benchmark.py",
         ".kernel_package/build_test_env.py", ".kernel_package/desc.yaml", "src/kernel.py"]
-    assert await event_log.has_object(PACKAGES_BUCKET, judge_key("cpu/GEMM/dense/fp32/x2"))
+    assert await event_log.has_object(JUDGES_BUCKET, judge_key("cpu/GEMM/dense/fp32/x2"))
     assert (await run_audit(settings, clock=clock, elog=event_log)).ok
 
 

@@ -18,7 +18,7 @@ from runner_helpers import RMSNORM, RMSNORM_ID, state_of, submit_dir
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionClaimed, SubmissionResult
 from kz_events.server import EmbeddedServer
-from kz_events.subjects import LOGS_BUCKET, PACKAGES_BUCKET, judge_key
+from kz_events.subjects import JUDGES_BUCKET, LOGS_BUCKET, judge_key
 from kz_package import pack_directory
 from kz_runner.backends import get_backend
 from kz_runner.core import Runner, RunnerOptions
@@ -206,7 +206,7 @@ async def test_main_judge_runs_instead_of_the_submitted_one(
     bundle = io.BytesIO()
     pack_directory(trusted, bundle)
     bundle.seek(0)
-    await event_log.put_object(PACKAGES_BUCKET, judge_key(RMSNORM_ID), bundle)
+    await event_log.put_object(JUDGES_BUCKET, judge_key(RMSNORM_ID), bundle)
     sid = await submit_dir(event_log, RMSNORM, RMSNORM_ID, tmp_path, package_size=stated_size)
     runner = _runner(event_log, tmp_path, "r1")
     await asyncio.wait_for(runner.run(asyncio.Event(), max_tasks=1), timeout=120)

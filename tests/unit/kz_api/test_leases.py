@@ -15,6 +15,7 @@ CLAIM = LeaseClaim(
     attempt=2,
     lease_id="L",
     runner_id="r1",
+    key_id="0123456789abcdef",
     reply="$JS.ACK.KZ_EVENTS.runners-cpu.1.5.5.0.0",
 )
 
