@@ -61,8 +61,15 @@ SWEEPER_ADVISORY = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{EVENTS}.*"
 """What the sweeper listens on: a task that used up its deliveries (kz_projector.sweeper)."""
 
 _ENV_REFERENCE = re.compile(r"\$[A-Z_][A-Z0-9_]*")
-_SUBMISSION_BY_API = ("submitted", "claimed", "result", "cancelled", "disqualified")
-_SUBMISSION_BY_PROJECTOR = ("accepted", "rejected", "failed", "committed")
+_SUBMISSION_BY_API = (
+    "submitted",
+    "claimed",
+    "result",
+    "cancelled",
+    "disqualified",
+    "suspect_cleared",
+)
+_SUBMISSION_BY_PROJECTOR = ("accepted", "rejected", "failed", "committed", "suspect")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +174,7 @@ def _dedupe(subjects: Sequence[str]) -> tuple[str, ...]:
 def _api() -> Permissions:
     publish = [
         *_events("submission", _SUBMISSION_BY_API),
-        *_events("kernel", ("claimed", "released")),
+        *_events("kernel", ("claimed", "released", "board_reviewed")),
         *_events("runner", ("registered", "deregistered")),
         "kz.live.>",
         *_js_common(),
