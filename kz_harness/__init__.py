@@ -9,20 +9,25 @@ from __future__ import annotations
 from kz_harness.checks import TOLERANCES, Check, compare, tolerance_for
 from kz_harness.errors import HarnessError, HarnessUnavailable
 from kz_harness.gpu import bench_gpu
-from kz_harness.result import RESULT_PATH_ENV, build_result, write_result
+from kz_harness.judge import Benchmark, Output, Timing, Workload
+from kz_harness.result import RESULT_FD_ENV, build_result, write_result
 from kz_harness.stats import Stats, below_physical_floor, percentile, physical_floor, tie
 from kz_harness.timing import CacheFlusher, bench_cpu, sample_adaptively
 from kz_harness.verdict import BASELINE_PATH_ENV, baseline_best, geomean, verdict
 
 __all__ = [
     "BASELINE_PATH_ENV",
-    "RESULT_PATH_ENV",
+    "RESULT_FD_ENV",
     "TOLERANCES",
+    "Benchmark",
     "CacheFlusher",
     "Check",
     "HarnessError",
     "HarnessUnavailable",
+    "Output",
     "Stats",
+    "Timing",
+    "Workload",
     "baseline_best",
     "below_physical_floor",
     "bench_cpu",

@@ -1,4 +1,8 @@
-"""Writing the result document of CONTRACTS.md to the path the runner gives in KZ_RESULT_PATH."""
+"""Building the result document of CONTRACTS.md and sending it to the runner.
+
+The runner gives the judge the write end of a pipe as `KZ_RESULT_FD`; no worker holds it. A
+path may be given instead, for tools that run a judge's pieces outside a runner.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,9 @@ from kz_harness.checks import Check
 from kz_harness.errors import HarnessError
 from kz_harness.stats import Stats
 
-__all__ = ["RESULT_PATH_ENV", "SCHEMA_VERSION", "build_result", "write_result"]
+__all__ = ["RESULT_FD_ENV", "SCHEMA_VERSION", "build_result", "write_result"]
 
-RESULT_PATH_ENV = "KZ_RESULT_PATH"
+RESULT_FD_ENV = "KZ_RESULT_FD"
 SCHEMA_VERSION = 1
 _METRIC_FIELDS = ("name", "unit", "better", "value")
 
@@ -82,10 +86,10 @@ def write_result(
     checks: Sequence[Check | Mapping[str, Any]],
     environment: Mapping[str, str],
 ) -> dict[str, Any]:
-    """Write the document as JSON (atomically) to `path` or `$KZ_RESULT_PATH`; return it."""
-    target = path if path is not None else os.environ.get(RESULT_PATH_ENV)
-    if not target:
-        raise HarnessError(f"no result path: pass path or set {RESULT_PATH_ENV}")
+    """Send the document as JSON to `path`, or else to the runner's `$KZ_RESULT_FD`; return it.
+
+    The descriptor is closed afterwards: a judge sends one document.
+    """
     document = build_result(
         accepted=accepted,
         reason=reason,
@@ -94,8 +98,16 @@ def write_result(
         checks=checks,
         environment=environment,
     )
-    destination = Path(target)
-    partial = destination.with_name(destination.name + ".partial")
-    partial.write_text(json.dumps(document, allow_nan=False, indent=1) + "\n")
-    partial.replace(destination)
+    text = json.dumps(document, allow_nan=False, indent=1) + "\n"
+    if path is not None:
+        destination = Path(path)
+        partial = destination.with_name(destination.name + ".partial")
+        partial.write_text(text)
+        partial.replace(destination)
+        return document
+    fd = os.environ.get(RESULT_FD_ENV, "")
+    if not fd.isdigit():
+        raise HarnessError(f"no result channel: pass path or run under a runner ({RESULT_FD_ENV})")
+    with os.fdopen(int(fd), "w") as channel:
+        channel.write(text)
     return document

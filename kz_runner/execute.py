@@ -1,9 +1,14 @@
-"""Run one task's two scripts in a backend and turn how they ended into a reason code.
+"""Run one task in a backend, the candidate apart from its judge, and name how it ended.
 
-`build_test_env.py` runs first, then `benchmark.py`, both with the work dir as cwd and the
-environment of CONTRACTS.md; the harness is copied read-only once per process and put on
-PYTHONPATH. Every ending has its own reason: accepted, rejected, build_failed,
-benchmark_error, invalid_result (exit 0 but no valid document), timed_out, cancelled.
+The judge's files (main's `benchmark.py`, `build_test_env.py`, `desc.yaml` and the baseline
+`bench_result.yaml`) are copied out of the work dir before any step runs, into a folder every
+step sees read-only at `/kz/judge`. `build_test_env.py` runs first with the work dir as its
+writable cwd. Then the judge (`benchmark.py` through `kz_harness.launch`, `python -I`) runs
+in a sandbox that holds the judge's files, the harness and a scratch folder, never the
+package; the candidate runs in the workers it asks the runner for (`kz_runner.supervisor`),
+which see `src/` and a scratch folder only. The result comes back over an inherited pipe.
+Every ending has its own reason: accepted, rejected, build_failed, benchmark_error,
+invalid_result (no valid document), timed_out, cancelled.
 """
 
 from __future__ import annotations
@@ -11,28 +16,32 @@ from __future__ import annotations
 import atexit
 import os
 import platform
+import secrets
 import shutil
-import stat
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kz_events.errors import ConfigError, KzError
 from kz_events.ids import KernelId
+from kz_package import PACKAGE_DIR
 from kz_runner.backends.base import (
     KILLED_CANCELLED,
     KILLED_OUTPUT_LIMIT,
     Backend,
+    Bind,
     Cancelled,
     StepResult,
     StepSpec,
 )
 from kz_runner.limits import StepLimits
+from kz_runner.supervisor import HARNESS_INSIDE, HOME_INSIDE, Supervisor
+from kz_runner.workdir import remove_tree
 
-__all__ = ["REASONS", "RESULT_FILE", "TaskOutcome", "TaskSpec", "execute_task"]
+__all__ = ["REASONS", "TaskOutcome", "TaskSpec", "execute_task"]
 
 REASONS = (
     "accepted",
@@ -43,8 +52,10 @@ REASONS = (
     "timed_out",
     "cancelled",
 )
-RESULT_FILE = ".kz_result.json"
 MAX_RESULT_BYTES = 8 * 1024 * 1024
+JUDGE_INSIDE = "/kz/judge"
+JUDGE_SCRIPTS = ("benchmark.py", "build_test_env.py")
+BASELINE_NAME = "bench_result.yaml"
 _BUILD = ".kernel_package/build_test_env.py"
 _BENCHMARK = ".kernel_package/benchmark.py"
 
@@ -96,6 +107,10 @@ class _Log:
             else result.output + b"\n"
         )
 
+    def output(self, title: str, output: bytes) -> None:
+        self.parts.append(f"== {title} ==\n".encode())
+        self.parts.append(output if output.endswith(b"\n") or not output else output + b"\n")
+
     def note(self, message: str) -> None:
         self.parts.append(f"== {message} ==\n".encode())
 
@@ -132,22 +147,16 @@ def harness_root(harness_path: Path) -> Path:
     return root
 
 
-def _environment(spec: TaskSpec, harness_root: Path) -> dict[str, str]:
-    workdir = spec.workdir.resolve()
-    env = {
-        "KZ_RESULT_PATH": str(workdir / RESULT_FILE),
+def _base_environment(spec: TaskSpec) -> dict[str, str]:
+    return {
         "KZ_KERNEL_ID": str(spec.kernel_id),
         "KZ_ARCH": spec.arch,
-        "PYTHONPATH": str(harness_root),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
-        "HOME": str(workdir),
+        "HOME": HOME_INSIDE,
         "TMPDIR": "/tmp",  # noqa: S108 - the step's private tmpfs
         "LANG": "C.UTF-8",
     }
-    if spec.baseline_path is not None:
-        env["KZ_BASELINE_PATH"] = str(spec.baseline_path.resolve())
-    return env
 
 
 def _host_environment(backend: Backend) -> dict[str, str]:
@@ -170,31 +179,6 @@ def _failure(result: StepResult, failed_reason: str) -> str | None:
     return None
 
 
-def _read_regular_file(path: Path, limit: int) -> bytes | None:
-    """The file's bytes if it is a regular file (never a link or FIFO) within `limit`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        return handle.read(limit + 1)
-
-
-def _read_result(path: Path, validate_result: ValidateResult) -> tuple[dict[str, Any] | None, str]:
-    data = _read_regular_file(path, MAX_RESULT_BYTES)
-    if data is None:
-        return None, "benchmark.py exited 0 without writing the result document as a plain file"
-    if len(data) > MAX_RESULT_BYTES:
-        return None, f"result document is over {MAX_RESULT_BYTES} bytes"
-    try:
-        return validate_result(data), ""
-    except (KzError, ValueError) as exc:
-        return None, f"result document is invalid: {exc}"
-
-
 class _Run:
     """The state of one task's execution: its deadline, log and timings."""
 
@@ -207,7 +191,8 @@ class _Run:
         self.log = _Log()
         self.timings: dict[str, float] = {}
 
-    def step(self, script: str, env: dict[str, str], readonly: tuple[Path, ...]) -> StepResult:
+    def step(self, script: str, step: StepSpec) -> StepResult:
+        """Run `step` (its timeout set here from the step and task limits) and log it."""
         timeout = min(self.spec.step_timeout_s, self.deadline - time.monotonic())
         name = Path(script).name
         if timeout <= 0:
@@ -220,17 +205,7 @@ class _Run:
                 wall_s=0.0,
             )
         else:
-            result = self.backend.run(
-                StepSpec(
-                    argv=(self.backend.python, script),
-                    workdir=self.spec.workdir,
-                    env=env,
-                    timeout_s=timeout,
-                    limits=self.spec.limits,
-                    readonly_paths=readonly,
-                ),
-                cancelled=self.cancelled,
-            )
+            result = self.backend.run(replace(step, timeout_s=timeout), cancelled=self.cancelled)
         self.log.step(name, result)
         self.timings[name.removesuffix(".py") + "_s"] = round(result.wall_s, 3)
         return result
@@ -254,6 +229,112 @@ def _script_missing(workdir: Path, script: str) -> bool:
     return not (workdir / script).is_file()
 
 
+class _TaskDirs:
+    """The folders of one task beside its work dir: the judge's files (read-only to every
+    step), the judge's scratch, and the workers' scratch folders. Removed at the end."""
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.root = Path(f"{spec.workdir.resolve()}.kz")
+        self.root.mkdir(mode=0o711)
+        self.root.chmod(0o711)
+        self.judge = self.root / "judge"
+        self.judge.mkdir(mode=0o755)
+        package = spec.workdir / PACKAGE_DIR
+        for name in (*JUDGE_SCRIPTS, "desc.yaml"):
+            if (package / name).is_file():
+                shutil.copyfile(package / name, self.judge / name)
+        if spec.baseline_path is not None and spec.baseline_path.is_file():
+            shutil.copyfile(spec.baseline_path, self.judge / BASELINE_NAME)
+        for path in self.judge.iterdir():
+            path.chmod(0o444)
+        self.judge_scratch = self.root / "judge-scratch"
+        self.judge_scratch.mkdir(mode=0o755)
+        self.workers = self.root / "workers"
+        self.workers.mkdir(mode=0o711)
+        self.workers.chmod(0o711)
+
+    @property
+    def has_baseline(self) -> bool:
+        return (self.judge / BASELINE_NAME).is_file()
+
+    def remove(self) -> None:
+        remove_tree(self.root)
+
+
+def _readable(tree: Path) -> None:
+    """Let every uid read the candidate's files (a worker runs under its own uid)."""
+    for directory, _dirs, files in os.walk(tree):
+        folder = Path(directory)
+        folder.chmod(folder.stat().st_mode | 0o555)
+        for name in files:
+            path = Path(directory) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o444)
+
+
+def _judge_step(
+    run: _Run, dirs: _TaskDirs, harness: Path, validate_result: ValidateResult
+) -> TaskOutcome:
+    spec = run.spec
+    src = spec.workdir / "src"
+    if not src.is_dir():
+        src.mkdir()
+    _readable(src)
+    supervisor = Supervisor(
+        run.backend,
+        implementations={"candidate": src},
+        scratch_root=dirs.workers,
+        harness=harness,
+        limits=spec.limits,
+        timeout_s=spec.step_timeout_s,
+        max_result_bytes=MAX_RESULT_BYTES,
+    )
+    env = {
+        **_base_environment(spec),
+        **supervisor.judge_environment(),
+        "KZ_SEED": secrets.token_hex(16),
+    }
+    if dirs.has_baseline:
+        env["KZ_BASELINE_PATH"] = f"{JUDGE_INSIDE}/{BASELINE_NAME}"
+    step = StepSpec(
+        argv=(
+            run.backend.python, "-I", f"{HARNESS_INSIDE}/kz_harness/launch.py", "judge",
+            f"{JUDGE_INSIDE}/benchmark.py",
+        ),
+        workdir=dirs.judge_scratch,
+        env=env,
+        timeout_s=0.0,
+        limits=spec.limits,
+        binds=(
+            Bind(dirs.judge, JUDGE_INSIDE),
+            Bind(harness, HARNESS_INSIDE),
+            Bind(dirs.judge_scratch, "/kz/scratch", writable=True),
+        ),
+        tmpfs=(HOME_INSIDE,),
+        cwd=JUDGE_INSIDE,
+        pass_fds=supervisor.judge_fds,
+        package=spec.workdir,
+    )  # fmt: skip
+    try:
+        result = run.step(_BENCHMARK, step)
+    finally:
+        judged = supervisor.finish()
+    for name, output in judged.worker_logs:
+        run.log.output(f"worker {name}", output)
+    reason = _failure(result, "benchmark_error")
+    if reason is not None:
+        return run.outcome(reason, f"{_BENCHMARK} did not succeed")
+    if judged.document is None:
+        problem = "; ".join(judged.problems) or "the judge sent no result document"
+        return run.outcome("invalid_result", problem)
+    try:
+        document = validate_result(judged.document)
+    except (KzError, ValueError) as exc:
+        return run.outcome("invalid_result", f"result document is invalid: {exc}")
+    verdict = "accepted" if document.get("accepted") is True else "rejected"
+    return run.outcome(verdict, str(document.get("reason", "")), document)
+
+
 def execute_task(
     spec: TaskSpec,
     backend: Backend,
@@ -261,25 +342,28 @@ def execute_task(
     cancelled: Cancelled | None = None,
     validate_result: ValidateResult,
 ) -> TaskOutcome:
-    """Run the task's build step then its benchmark in `backend`; see the module docstring."""
+    """Run the task's build step then its judge in `backend`; see the module docstring."""
     run = _Run(spec, backend, cancelled)
-    result_path = spec.workdir / RESULT_FILE
     harness = harness_root(spec.harness_path)
-    env = _environment(spec, harness)
-    readonly = (harness, *([spec.baseline_path] if spec.baseline_path else []))
     if _script_missing(spec.workdir, _BUILD):
         return run.outcome("build_failed", f"{_BUILD} is missing")
-    reason = _failure(run.step(_BUILD, env, readonly), "build_failed")
-    if reason is not None:
-        return run.outcome(reason, f"{_BUILD} did not succeed")
     if _script_missing(spec.workdir, _BENCHMARK):
         return run.outcome("benchmark_error", f"{_BENCHMARK} is missing")
-    result_path.unlink(missing_ok=True)
-    reason = _failure(run.step(_BENCHMARK, env, readonly), "benchmark_error")
-    if reason is not None:
-        return run.outcome(reason, f"{_BENCHMARK} did not succeed")
-    document, problem = _read_result(result_path, validate_result)
-    if document is None:
-        return run.outcome("invalid_result", problem)
-    verdict = "accepted" if document.get("accepted") is True else "rejected"
-    return run.outcome(verdict, str(document.get("reason", "")), document)
+    dirs = _TaskDirs(spec)
+    try:
+        build = StepSpec(
+            argv=(backend.python, "-I", f"{JUDGE_INSIDE}/build_test_env.py"),
+            workdir=spec.workdir,
+            env=_base_environment(spec),
+            timeout_s=0.0,
+            limits=spec.limits,
+            binds=(Bind(dirs.judge, JUDGE_INSIDE),),
+            tmpfs=(HOME_INSIDE,),
+            package=spec.workdir,
+        )
+        reason = _failure(run.step(_BUILD, build), "build_failed")
+        if reason is not None:
+            return run.outcome(reason, f"{_BUILD} did not succeed")
+        return _judge_step(run, dirs, harness, validate_result)
+    finally:
+        dirs.remove()

@@ -16,7 +16,9 @@ __all__ = [
     "KILLED_TIMEOUT",
     "Backend",
     "BackendUnavailable",
+    "Bind",
     "Cancelled",
+    "Spawned",
     "StepResult",
     "StepSpec",
 ]
@@ -34,9 +36,25 @@ class BackendUnavailable(KzError):
     code = "backend_unavailable"
 
 
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """A host path shown at `inside` in the step's view, read-only unless `writable`."""
+
+    host: Path
+    inside: str
+    writable: bool = False
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepSpec:
-    """One command to run isolated: only `workdir` is writable, `readonly_paths` are visible."""
+    """One command to run isolated.
+
+    Its view: `workdir` writable at its own path, `readonly_paths` read-only at theirs, each
+    of `binds` at its `inside` path, `tmpfs` as private writable folders, and `cwd` (inside
+    path; default the work dir) as its current folder. `pass_fds` are inherited at the same
+    numbers and stay the caller's to close. `uid` overrides the backend's unprivileged uid.
+    `package` is the task's package folder, for backends that answer without running it.
+    """
 
     argv: tuple[str, ...]
     workdir: Path
@@ -44,6 +62,12 @@ class StepSpec:
     timeout_s: float
     limits: StepLimits = field(default_factory=StepLimits)
     readonly_paths: tuple[Path, ...] = ()
+    binds: tuple[Bind, ...] = ()
+    tmpfs: tuple[str, ...] = ()
+    cwd: str | None = None
+    pass_fds: tuple[int, ...] = ()
+    uid: int | None = None
+    package: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +86,25 @@ class StepResult:
         return self.exit_code == 0 and self.killed_reason is None
 
 
+class Spawned(Protocol):
+    """A process started with `Backend.spawn` and everything it started, in its own sandbox."""
+
+    def members(self) -> list[int]:
+        """Host pids of the processes the step is made of now (the sandbox's init excluded)."""
+
+    def inspect(self) -> dict[str, int]:
+        """{processes, threads, cpu_ns} of the step's processes, read by the host."""
+
+    def signal(self, signum: int) -> None:
+        """Send `signum` to every process of the step."""
+
+    def kill(self) -> None:
+        """Kill every process of the step and wait until none is left."""
+
+    def output(self) -> bytes:
+        """What the step printed (capped), once it is dead."""
+
+
 class Backend(Protocol):
     """Runs steps isolated. `python` is the interpreter path to use inside the backend."""
 
@@ -73,3 +116,7 @@ class Backend(Protocol):
 
     def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
         """Run the step to its end, its timeout, its output limit or cancellation."""
+
+    def spawn(self, step: StepSpec) -> Spawned:
+        """Start the step and return at once (a judge's worker); raise BackendUnavailable
+        where the backend cannot run workers."""

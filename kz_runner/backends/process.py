@@ -123,12 +123,14 @@ def run_capped(
     max_output_bytes: int,
     cancelled: Cancelled | None = None,
     pass_fds: Sequence[int] = (),
+    close_after_start: Sequence[int] = (),
     after_kill: Callable[[], None] | None = None,
 ) -> StepResult:
     """Run `argv` in its own session; kill the whole group on timeout, cancel or flood.
 
-    `pass_fds` are inherited by the child and closed here once it started; `after_kill`
-    runs after the group is gone, to reap what lives outside it (a sandbox's namespace).
+    `pass_fds` are inherited by the child; those of them in `close_after_start` are closed
+    here once it started, the others stay the caller's. `after_kill` runs after the group is
+    gone, to reap what lives outside it (a sandbox's namespace).
     """
     started = time.monotonic()
     buffer = OutputBuffer(max_output_bytes)
@@ -142,7 +144,7 @@ def run_capped(
         start_new_session=True,
         pass_fds=tuple(pass_fds),
     )
-    for fd in pass_fds:
+    for fd in close_after_start:
         os.close(fd)
     try:
         reason = _pump(process, buffer, started + timeout_s, cancelled)

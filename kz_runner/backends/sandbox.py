@@ -12,19 +12,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kz_runner.backends.base import BackendUnavailable, Cancelled, StepResult, StepSpec
-from kz_runner.backends.process import run_capped
+from kz_runner.backends.process import OutputBuffer, run_capped
 from kz_runner.limits import StepLimits
 
-__all__ = ["SandboxBackend"]
+__all__ = ["SandboxBackend", "SandboxProcess"]
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = (
@@ -61,7 +63,7 @@ def _system_mounts() -> list[str]:
     args += ["--perms", "0755", "--dir", "/etc"]
     for name in _ETC_FILES:
         args += ["--ro-bind-try", name, name]
-    return [*args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]  # noqa: S108
+    return [*args, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # noqa: S108
 
 
 def _covered(path: Path, mounted: Iterable[Path]) -> bool:
@@ -79,6 +81,18 @@ def _parent_dirs(paths: Sequence[Path]) -> list[str]:
     args: list[str] = []
     for directory in wanted:
         args += ["--perms", "0755", "--dir", str(directory)]
+    return args
+
+
+def _inside_parents(paths: Sequence[str]) -> list[str]:
+    """World-traversable folders above each inside path (bwrap would make them 0700)."""
+    parents = sorted(
+        {str(p) for path in paths for p in Path(path).parents if p != Path("/")},
+        key=lambda p: len(Path(p).parts),
+    )
+    args: list[str] = []
+    for directory in parents:
+        args += ["--perms", "0755", "--dir", directory]
     return args
 
 
@@ -146,15 +160,15 @@ class SandboxBackend:
         namespaces = list(_ROOT_NAMESPACES) if self.as_root else ["--unshare-all"]
         return ["--die-with-parent", "--new-session", "--hostname", "kz-sandbox", *namespaces]
 
-    def _identity(self) -> tuple[list[str], list[str]]:
+    def _identity(self, uid: int | None = None) -> tuple[list[str], list[str]]:
         """bwrap capability flags and the in-sandbox uid drop (only when running as root)."""
         if not self.as_root:
             return ["--cap-drop", "ALL"], []
         caps = ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         drop = [
             "setpriv",
-            f"--reuid={self.uid}",
-            f"--regid={self.gid}",
+            f"--reuid={self.uid if uid is None else uid}",
+            f"--regid={self.gid if uid is None else uid}",
             "--clear-groups",
             "--no-new-privs",
             "--",
@@ -165,10 +179,20 @@ class SandboxBackend:
         """The full bwrap command line for a step (pure: no process is started)."""
         workdir = step.workdir.resolve()
         readonly = sorted({*self.readonly_paths, *(p.resolve() for p in step.readonly_paths)})
-        caps, drop = self._identity()
+        caps, drop = self._identity(step.uid)
         binds: list[str] = []
         for path in readonly:
             binds += ["--ro-bind", str(path), str(path)]
+        moved = any(bind.host.resolve() == workdir for bind in step.binds)
+        shown = [] if moved else [workdir]
+        if not moved:
+            binds += ["--bind", str(workdir), str(workdir)]
+        binds += _inside_parents([b.inside for b in step.binds] + list(step.tmpfs))
+        for bind in step.binds:
+            flag = "--bind" if bind.writable else "--ro-bind"
+            binds += [flag, str(bind.host.resolve()), bind.inside]
+        for folder in step.tmpfs:
+            binds += ["--perms", "1777", "--tmpfs", folder]
         info = ["--info-fd", str(info_fd)] if info_fd is not None else []
         return [
             self.bwrap,
@@ -176,31 +200,29 @@ class SandboxBackend:
             *self._namespaces(),
             *caps,
             *_system_mounts(),
-            *_parent_dirs([*readonly, workdir]),
+            *_parent_dirs([*readonly, *shown]),
             *binds,
-            "--bind",
-            str(workdir),
-            str(workdir),
             "--chdir",
-            str(workdir),
+            step.cwd or str(workdir),
             "--",
             *_limit_args(step.limits, step.timeout_s),
             *drop,
             *step.argv,
         ]
 
-    def _hand_over(self, workdir: Path) -> None:
+    def _hand_over(self, workdir: Path, uid: int | None = None) -> None:
         """As root, give the work dir to the sandbox uid so the step can write only there."""
         if not self.as_root:
             return
+        owner = (self.uid, self.gid) if uid is None else (uid, uid)
         for directory, _dirs, files in os.walk(workdir):
-            os.chown(directory, self.uid, self.gid, follow_symlinks=False)
+            os.chown(directory, *owner, follow_symlinks=False)
             for name in files:
-                os.chown(Path(directory) / name, self.uid, self.gid, follow_symlinks=False)
+                os.chown(Path(directory) / name, *owner, follow_symlinks=False)
 
     def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
         """Run the step inside a fresh sandbox; return only once its namespace is empty."""
-        self._hand_over(step.workdir)
+        self._hand_over(step.workdir, step.uid)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **step.env}
         info_read, info_write = os.pipe()
         try:
@@ -211,25 +233,55 @@ class SandboxBackend:
                 timeout_s=step.timeout_s,
                 max_output_bytes=step.limits.max_output_bytes,
                 cancelled=cancelled,
-                pass_fds=(info_write,),
+                pass_fds=(info_write, *step.pass_fds),
+                close_after_start=(info_write,),
                 after_kill=lambda: _end_namespace(info_read),
             )
         finally:
             os.close(info_read)
 
+    def spawn(self, step: StepSpec) -> SandboxProcess:
+        """Start the step in a fresh sandbox and return at once; see `SandboxProcess`."""
+        self._hand_over(step.workdir, step.uid)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **step.env}
+        info_read, info_write = os.pipe()
+        try:
+            process = subprocess.Popen(
+                self.command(step, info_fd=info_write),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=step.workdir,
+                start_new_session=True,
+                pass_fds=(info_write, *step.pass_fds),
+            )
+        finally:
+            os.close(info_write)
+        return SandboxProcess(process, info_read, step.limits.max_output_bytes)
 
-def _sandbox_init_pid(info_read: int) -> int | None:
-    """The host pid of the sandbox's init, from the JSON bwrap wrote to its info fd."""
+
+def _sandbox_init_pid(info_read: int, wait_s: float = 0.0) -> int | None:
+    """The host pid of the sandbox's init, from the JSON bwrap writes to its info fd (it may
+    come in pieces: read until it parses, the fd ends, or `wait_s` has passed)."""
     os.set_blocking(info_read, False)
-    try:
-        data = os.read(info_read, 4096)
-    except BlockingIOError:
-        return None
-    try:
-        pid = json.loads(data or b"{}").get("child-pid")
-    except ValueError:
-        return None
-    return pid if isinstance(pid, int) and pid > 1 else None
+    data = b""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            chunk = os.read(info_read, 4096)
+        except BlockingIOError:
+            chunk = None
+        if chunk:
+            data += chunk
+            with contextlib.suppress(ValueError):
+                pid = json.loads(data).get("child-pid")
+                return pid if isinstance(pid, int) and pid > 1 else None
+            continue
+        left = deadline - time.monotonic()
+        if chunk == b"" or left <= 0:
+            return None
+        select.select([info_read], [], [], left)
 
 
 def _gone(pid: int) -> bool:
@@ -250,3 +302,130 @@ def _end_namespace(info_read: int) -> None:
     deadline = time.monotonic() + _REAP_WAIT_S
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+_CLOCK_TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def _pid_namespace(pid: int) -> str | None:
+    try:
+        return str(Path(f"/proc/{pid}/ns/pid").readlink())
+    except OSError:
+        return None
+
+
+def _threads(status: str) -> int:
+    for line in status.splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 1
+
+
+def _cpu_ns(proc: str) -> int:
+    """CPU time of a process (exited threads included) or of one task, `proc` its /proc dir.
+
+    utime + stime count in clock ticks; where the kernel keeps schedstat, it is exact to the
+    nanosecond (for a process: its living threads), so the larger of the two is taken.
+    """
+    fields = Path(f"{proc}/stat").read_text().rsplit(")", 1)[-1].split()
+    ticks_ns = (int(fields[11]) + int(fields[12])) * _CLOCK_TICK_NS
+    exact = 0
+    tasks = [proc] if "/task/" in proc else [f"{proc}/task/{t}" for t in _listdir(f"{proc}/task")]
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            exact += int(Path(f"{task}/schedstat").read_text().split()[0])
+    return max(ticks_ns, exact)
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return [entry.name for entry in Path(path).iterdir()]
+    except OSError:
+        return []
+
+
+class SandboxProcess:
+    """A step started with `SandboxBackend.spawn`: its sandbox's processes, seen from the host.
+
+    The sandbox has its own PID namespace, so "the step's processes" are exactly the host's
+    processes in that namespace; killing its init ends them all, orphans included.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], info_read: int, max_output: int) -> None:
+        self.process = process
+        self.info_read = info_read
+        self.init = _sandbox_init_pid(info_read, wait_s=10.0)
+        self.namespace = _pid_namespace(self.init) if self.init else None
+        self.buffer = OutputBuffer(max_output)
+        self.reader = threading.Thread(target=self._pump, daemon=True)
+        self.reader.start()
+
+    def _pump(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        for chunk in iter(lambda: os.read(fd, 1 << 16), b""):
+            if not self.buffer.add(chunk):
+                self.kill()
+                return
+
+    def members(self) -> list[int]:
+        if self.namespace is None:
+            return []
+        found = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == self.init:
+                continue
+            if _pid_namespace(int(entry.name)) == self.namespace:
+                found.append(int(entry.name))
+        return found
+
+    def inspect(self) -> dict[str, int]:
+        """Processes, threads and CPU time of the step; `main_cpu_ns` is its first process's
+        main thread (a worker's serving loop), the rest is everything else it runs."""
+        processes = threads = cpu_ns = 0
+        main_cpu_ns = -1
+        for pid in sorted(self.members()):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                used = _cpu_ns(f"/proc/{pid}")
+            except OSError:
+                continue
+            processes += 1
+            threads += _threads(status)
+            cpu_ns += used
+            if main_cpu_ns < 0:
+                with contextlib.suppress(OSError):
+                    main_cpu_ns = _cpu_ns(f"/proc/{pid}/task/{pid}")
+        return {
+            "processes": processes,
+            "threads": threads,
+            "cpu_ns": cpu_ns,
+            "main_cpu_ns": max(main_cpu_ns, 0),
+        }
+
+    def signal(self, signum: int) -> None:
+        for pid in self.members():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    def kill(self) -> None:
+        if self.init is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.init, signal.SIGKILL)
+            deadline = time.monotonic() + _REAP_WAIT_S
+            while not _gone(self.init) and time.monotonic() < deadline:
+                time.sleep(0.005)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def output(self) -> bytes:
+        self.kill()
+        if threading.current_thread() is not self.reader:
+            self.reader.join(5.0)
+        with contextlib.suppress(OSError):
+            os.close(self.info_read)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return self.buffer.finish(None)

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from kz_events.errors import InvalidInput
-from kz_runner.backends.base import KILLED_TIMEOUT, Cancelled, StepResult, StepSpec
+from kz_runner.backends.base import (
+    KILLED_TIMEOUT,
+    BackendUnavailable,
+    Cancelled,
+    Spawned,
+    StepResult,
+    StepSpec,
+)
 
 __all__ = ["VERDICTS", "StubBackend", "package_value"]
 
@@ -90,6 +97,13 @@ def _document(accepted: bool, value: float, kernel_id: str) -> dict[str, Any]:
     }
 
 
+def _send(fd: int, data: bytes) -> None:
+    """Write the whole document to the judge's result descriptor (the runner's own pipe)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _result(exit_code: int | None, output: str, *, timed_out: bool = False) -> StepResult:
     return StepResult(
         exit_code=exit_code,
@@ -110,8 +124,13 @@ class StubBackend:
     def check_available(self) -> None:
         """Always available."""
 
+    def spawn(self, step: StepSpec) -> Spawned:
+        """The stub answers for the judge, so it never starts a worker."""
+        raise BackendUnavailable("the stub backend runs no workers")
+
     def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
-        script = _script(step.workdir)
+        package = step.package or step.workdir
+        script = _script(package)
         verdict = script.get("verdict", "accept")
         is_build = any(arg.endswith("build_test_env.py") for arg in step.argv)
         if is_build:
@@ -121,11 +140,11 @@ class StubBackend:
             return _result(None, "stub benchmark: hanging\n", timed_out=True)
         if verdict == "error":
             return _result(1, "stub benchmark: error\n")
-        result_path = Path(step.env["KZ_RESULT_PATH"])
+        result_fd = int(step.env["KZ_RESULT_FD"])
         if verdict == "invalid":
-            result_path.write_text('{"schema_version": 1, "accepted": "maybe"}')
+            _send(result_fd, b'{"schema_version": 1, "accepted": "maybe"}')
             return _result(0, "stub benchmark: wrote an invalid document\n")
-        value = float(script.get("value", package_value(step.workdir, skip=result_path)))
+        value = float(script.get("value", package_value(package)))
         document = _document(verdict != "reject", value, step.env.get("KZ_KERNEL_ID", "?"))
-        result_path.write_text(json.dumps(document))
+        _send(result_fd, json.dumps(document).encode())
         return _result(0, f"stub benchmark: {verdict} value={value}\n")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kz_events.ids import KernelId
+from kz_package import validate_result_document
 from kz_runner.backends import SandboxBackend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import MIB, StepLimits
@@ -66,5 +67,43 @@ def run_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
             limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),
         )
         return execute_task(spec, sandbox, cancelled=cancelled, validate_result=check_document)
+
+    return run
+
+
+@pytest.fixture
+def judge_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
+    """Run a judge (benchmark.py source) on a candidate (src files) through the real sandbox."""
+
+    def run(
+        benchmark: str,
+        src: dict[str, str],
+        *,
+        baseline: str | None = None,
+        step_timeout_s: float = 60.0,
+        limits: StepLimits | None = None,
+    ) -> TaskOutcome:
+        workdir = tmp_path / "work"
+        (workdir / ".kernel_package").mkdir(parents=True)
+        (workdir / ".kernel_package" / "build_test_env.py").write_text("print('build ok')\n")
+        (workdir / ".kernel_package" / "benchmark.py").write_text(textwrap.dedent(benchmark))
+        for rel, text in src.items():
+            (workdir / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (workdir / "src" / rel).write_text(textwrap.dedent(text))
+        baseline_path = None
+        if baseline is not None:
+            baseline_path = tmp_path / "bench_result.yaml"
+            baseline_path.write_text(baseline)
+        spec = TaskSpec(
+            kernel_id=KERNEL_ID,
+            arch="cpu",
+            workdir=workdir,
+            harness_path=REPO_ROOT,
+            baseline_path=baseline_path,
+            step_timeout_s=step_timeout_s,
+            task_timeout_s=2 * step_timeout_s,
+            limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),
+        )
+        return execute_task(spec, sandbox, validate_result=validate_result_document)
 
     return run

@@ -1,8 +1,9 @@
-"""Writing the result document to KZ_RESULT_PATH."""
+"""Sending the result document to the runner's KZ_RESULT_FD (or a path)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,18 +18,17 @@ pytestmark = pytest.mark.unit
 METRIC = {"name": "latency", "unit": "us", "better": "lower", "value": 12.5}
 
 
-def test_the_document_lands_at_the_env_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With no path given, the document is written as JSON to $KZ_RESULT_PATH."""
-    target = tmp_path / "result.json"
-    monkeypatch.setenv("KZ_RESULT_PATH", str(target))
+def test_the_document_goes_to_the_result_channel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no path given, the document is sent as JSON to $KZ_RESULT_FD, then closed."""
+    read, write = os.pipe()
+    monkeypatch.setenv("KZ_RESULT_FD", str(write))
     stats = Stats.from_samples([12.0, 12.5, 13.0])
     written = write_result(accepted=True, reason="1.2x faster", metric=METRIC,
                            workloads=[{"name": "w", "value": 12.5, "stats": stats}],
                            checks=[compare([1.0], [1.0], dtype="fp32")],
                            environment={"device": "cpu"})  # fmt: skip
-    document = json.loads(target.read_text())
+    with os.fdopen(read) as channel:
+        document = json.loads(channel.read())  # ends: the judge's end was closed
     assert document == written
     assert document["schema_version"] == 1 and document["accepted"] is True
     assert document["workloads"][0]["stats"]["samples"] == [12.0, 12.5, 13.0]
@@ -62,9 +62,9 @@ def test_a_bad_metric_is_refused(tmp_path: Path, metric: dict[str, object]) -> N
 
 
 def test_without_a_path_or_env_it_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No path and no KZ_RESULT_PATH is a clear error."""
-    monkeypatch.delenv("KZ_RESULT_PATH", raising=False)
-    with pytest.raises(HarnessError, match="KZ_RESULT_PATH"):
+    """No path and no KZ_RESULT_FD is a clear error."""
+    monkeypatch.delenv("KZ_RESULT_FD", raising=False)
+    with pytest.raises(HarnessError, match="KZ_RESULT_FD"):
         write_result(
             accepted=True, reason="r", metric=METRIC, workloads=[], checks=[], environment={}
         )

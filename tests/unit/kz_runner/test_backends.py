@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,13 @@ from kz_runner.limits import MIB, StepLimits
 pytestmark = pytest.mark.unit
 
 
-def _step(workdir: Path, script: str = ".kernel_package/benchmark.py") -> StepSpec:
+def _step(
+    workdir: Path, script: str = ".kernel_package/benchmark.py", result_fd: int = -1
+) -> StepSpec:
     return StepSpec(
         argv=("python", script),
         workdir=workdir,
-        env={"KZ_RESULT_PATH": str(workdir / "r.json"), "KZ_KERNEL_ID": "a/b/c/d/e"},
+        env={"KZ_RESULT_FD": str(result_fd), "KZ_KERNEL_ID": "a/b/c/d/e"},
         timeout_s=30,
         limits=StepLimits(memory_bytes=512 * MIB, max_pids=40, max_file_bytes=MIB),
         readonly_paths=(Path("/opt/kz/harness"),),
@@ -95,11 +98,15 @@ def test_the_stub_follows_its_script(
     """src/stub.json scripts the benchmark step's ending."""
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "stub.json").write_text(json.dumps({"verdict": verdict, "value": 7.5}))
-    result = StubBackend().run(_step(tmp_path))
+    read, write = os.pipe()
+    result = StubBackend().run(_step(tmp_path, result_fd=write))
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        sent = pipe.read()
     assert (result.exit_code, result.timed_out) == (exit_code, timed_out)
-    assert (tmp_path / "r.json").exists() is document
+    assert bool(sent) is document
     if verdict in ("accept", "reject"):
-        written = json.loads((tmp_path / "r.json").read_text())
+        written = json.loads(sent)
         assert written["accepted"] is (verdict == "accept") and written["metric"]["value"] == 7.5
 
 

@@ -68,7 +68,8 @@ class RecordingBackend(StubBackend):
 
 
 def test_the_steps_get_the_contract_environment(tmp_path: Path) -> None:
-    """Both steps run in the work dir with the KZ_ variables and the harness on PYTHONPATH."""
+    """The build runs in the work dir; the judge runs apart from it, with the judge's files,
+    the baseline and the harness read-only at fixed paths, and its channels inherited."""
     baseline = tmp_path / "bench_result.yaml"
     baseline.write_text("schema_version: 1\n")
     backend = RecordingBackend()
@@ -76,15 +77,30 @@ def test_the_steps_get_the_contract_environment(tmp_path: Path) -> None:
     outcome = execute_task(_spec(workdir, baseline_path=baseline), backend, validate_result=check)
     assert outcome.reason == "accepted"
     build, bench = backend.steps
-    assert build.argv[1].endswith("build_test_env.py") and bench.argv[1].endswith("benchmark.py")
+    assert build.argv[1:] == ("-I", "/kz/judge/build_test_env.py")
+    assert build.workdir == workdir and "KZ_SEED" not in build.env
+    assert bench.argv[1:] == (
+        "-I", "/kz/harness/kz_harness/launch.py", "judge", "/kz/judge/benchmark.py"
+    )
     env = bench.env
     assert env["KZ_KERNEL_ID"] == "sm90/GEMM/dense/fp8/t" and env["KZ_ARCH"] == "sm90"
-    assert env["KZ_BASELINE_PATH"] == str(baseline) and baseline in bench.readonly_paths
-    assert Path(env["KZ_RESULT_PATH"]).parent == workdir.resolve()
-    harness = Path(env["PYTHONPATH"])
-    assert harness in bench.readonly_paths
+    assert env["KZ_BASELINE_PATH"] == "/kz/judge/bench_result.yaml"
+    assert len(env["KZ_SEED"]) == 32 and env["HOME"] == "/home/kz"
+    assert {int(env["KZ_CONTROL_FD"]), int(env["KZ_RESULT_FD"])} == set(bench.pass_fds)
+    shown = {bind.inside: bind for bind in bench.binds}
+    assert not shown["/kz/judge"].writable and not shown["/kz/harness"].writable
+    assert workdir not in {bind.host for bind in bench.binds}  # the judge never sees the package
+    harness = shown["/kz/harness"].host
     assert sorted(p.name for p in harness.iterdir()) == ["kz_harness"]  # nothing else to see
     assert (harness / "kz_harness" / "__init__.py").stat().st_mode & 0o777 == 0o444
+
+
+def test_every_task_gets_its_own_secret_seed(tmp_path: Path) -> None:
+    """Two tasks never share the judge's seed."""
+    backend = RecordingBackend()
+    execute_task(_spec(_package(tmp_path / "a")), backend, validate_result=check)
+    execute_task(_spec(_package(tmp_path / "b")), backend, validate_result=check)
+    assert backend.steps[1].env["KZ_SEED"] != backend.steps[3].env["KZ_SEED"]
 
 
 def test_tasks_share_one_harness_copy(tmp_path: Path) -> None:
@@ -92,7 +108,8 @@ def test_tasks_share_one_harness_copy(tmp_path: Path) -> None:
     backend = RecordingBackend()
     execute_task(_spec(_package(tmp_path / "a")), backend, validate_result=check)
     execute_task(_spec(_package(tmp_path / "b")), backend, validate_result=check)
-    roots = {step.env["PYTHONPATH"] for step in backend.steps}
+    judges = backend.steps[1::2]
+    roots = {b.host for step in judges for b in step.binds if b.inside == "/kz/harness"}
     assert len(roots) == 1
 
 

@@ -1,40 +1,16 @@
-"""Benchmark of cpu/GEMM/dense/fp32/numpy_ref.
+"""The judge of the board cpu/GEMM/dense/fp32: every kernel on it is measured by this file.
 
-Checks the kernel in src/ against a pristine float64 reference, times it, compares with the
-current best and writes the result document to KZ_RESULT_PATH.
+C = A @ B for float32 A (m x k) and B (k x n), checked against a float64 product. kz_harness
+runs the candidate in its own sandboxed worker, times every call itself and writes the result.
 """
-
-from __future__ import annotations
-
-import os
-import platform
-import sys
-from pathlib import Path
 
 import numpy as np
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(PACKAGE_ROOT / "src"))
+from kz_harness import Benchmark, Output, Workload
 
-from gemm import gemm  # noqa: E402  (the kernel under test, from src/)
 
-from kz_harness import (  # noqa: E402  (the trusted harness)
-    baseline_best,
-    bench_cpu,
-    compare,
-    geomean,
-    verdict,
-    write_result,
-)
-
-METRIC = {"name": "latency", "unit": "us", "better": "lower"}
-MARGIN = 0.05  # a new result must beat the current best by 5 % to be accepted
-# Must match desc.yaml's workloads.
-WORKLOADS = {'m64_n64_k64': (64, 64, 64), 'm128_n128_k256': (128, 128, 256)}
-
-def make_inputs(shape, seed):
-    rng = np.random.default_rng(seed)
-    m, n, k = shape
+def make_inputs(workload, rng):
+    m, n, k = workload["m"], workload["n"], workload["k"]
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     return a, b
@@ -44,28 +20,21 @@ def reference(a, b):
     return a.astype(np.float64) @ b.astype(np.float64)
 
 
-def main() -> int:
-    checks, workloads = [], []
-    for index, (name, shape) in enumerate(WORKLOADS.items()):
-        inputs = make_inputs(shape, seed=index)
-        pristine = [a.copy() for a in inputs]
-        out = gemm(*inputs)
-        checks.append(compare(out, reference(*pristine), dtype="fp32", name=name,
-                              inputs_before=pristine, inputs_after=list(inputs)))
-        stats = bench_cpu(gemm, lambda s=shape, i=index: make_inputs(s, seed=100 + i),
-                          warmup_s=0.05, budget_s=0.3, unit="us")
-        workloads.append({"name": name, "value": stats.median, "stats": stats})
-    value = geomean(w["value"] for w in workloads)
-    accepted, reason = verdict(all(c.passed for c in checks), value, baseline_best(),
-                               better=METRIC["better"], unit=METRIC["unit"], margin=MARGIN)
-    environment = {"device": "cpu", "machine": platform.machine(),
-                   "python": platform.python_version(), "numpy": np.__version__}
-    write_result(os.environ.get("KZ_RESULT_PATH", "result.json"), accepted=accepted,
-                 reason=reason, metric={**METRIC, "value": value}, workloads=workloads,
-                 checks=checks, environment=environment)
-    print(reason)
-    return 0
+def output(workload, inputs):
+    return Output((workload["m"], workload["n"]), "float32")
 
+
+BENCHMARK = Benchmark(
+    entry="gemm:gemm",
+    workloads=[
+        Workload("m64_n64_k64", {"m": 64, "n": 64, "k": 64}),
+        Workload("m128_n128_k256", {"m": 128, "n": 128, "k": 256}),
+    ],
+    make_inputs=make_inputs,
+    reference=reference,
+    output=output,
+    dtype="fp32",
+)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCHMARK.main())

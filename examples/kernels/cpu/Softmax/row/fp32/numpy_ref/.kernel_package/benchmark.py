@@ -1,40 +1,16 @@
-"""Benchmark of cpu/Softmax/row/fp32/numpy_ref.
+"""The judge of the board cpu/Softmax/row/fp32: every kernel on it is measured by this file.
 
-Checks the kernel in src/ against a pristine float64 reference, times it, compares with the
-current best and writes the result document to KZ_RESULT_PATH.
+Softmax of each row of a float32 matrix, checked against a float64 reference. kz_harness runs
+the candidate in its own sandboxed worker, times every call itself and writes the result.
 """
-
-from __future__ import annotations
-
-import os
-import platform
-import sys
-from pathlib import Path
 
 import numpy as np
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(PACKAGE_ROOT / "src"))
+from kz_harness import Benchmark, Workload
 
-from softmax import softmax  # noqa: E402  (the kernel under test, from src/)
 
-from kz_harness import (  # noqa: E402  (the trusted harness)
-    baseline_best,
-    bench_cpu,
-    compare,
-    geomean,
-    verdict,
-    write_result,
-)
-
-METRIC = {"name": "latency", "unit": "us", "better": "lower"}
-MARGIN = 0.05  # a new result must beat the current best by 5 % to be accepted
-# Must match desc.yaml's workloads.
-WORKLOADS = {'r16_c1024': (16, 1024), 'r64_c2048': (64, 2048)}
-
-def make_inputs(shape, seed):
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal(shape, dtype=np.float32) * 4,)
+def make_inputs(workload, rng):
+    return (rng.standard_normal((workload["rows"], workload["cols"]), dtype=np.float32) * 4,)
 
 
 def reference(x):
@@ -43,28 +19,16 @@ def reference(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def main() -> int:
-    checks, workloads = [], []
-    for index, (name, shape) in enumerate(WORKLOADS.items()):
-        inputs = make_inputs(shape, seed=index)
-        pristine = [a.copy() for a in inputs]
-        out = softmax(*inputs)
-        checks.append(compare(out, reference(*pristine), dtype="fp32", name=name,
-                              inputs_before=pristine, inputs_after=list(inputs)))
-        stats = bench_cpu(softmax, lambda s=shape, i=index: make_inputs(s, seed=100 + i),
-                          warmup_s=0.05, budget_s=0.3, unit="us")
-        workloads.append({"name": name, "value": stats.median, "stats": stats})
-    value = geomean(w["value"] for w in workloads)
-    accepted, reason = verdict(all(c.passed for c in checks), value, baseline_best(),
-                               better=METRIC["better"], unit=METRIC["unit"], margin=MARGIN)
-    environment = {"device": "cpu", "machine": platform.machine(),
-                   "python": platform.python_version(), "numpy": np.__version__}
-    write_result(os.environ.get("KZ_RESULT_PATH", "result.json"), accepted=accepted,
-                 reason=reason, metric={**METRIC, "value": value}, workloads=workloads,
-                 checks=checks, environment=environment)
-    print(reason)
-    return 0
-
+BENCHMARK = Benchmark(
+    entry="softmax:softmax",
+    workloads=[
+        Workload("r16_c1024", {"rows": 16, "cols": 1024}),
+        Workload("r64_c2048", {"rows": 64, "cols": 2048}),
+    ],
+    make_inputs=make_inputs,
+    reference=reference,
+    dtype="fp32",
+)
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(BENCHMARK.main())

@@ -1,0 +1,587 @@
+"""The judge: a board's `benchmark.py` declares a `Benchmark`; this module measures it.
+
+The benchmark names the candidate's entry point (`module:function` in `src/`), the workloads,
+the input generator, the reference and the tolerances; `Benchmark.main()` does the rest, as
+JUDGING.md's shape asks:
+
+- the candidate runs in its own worker, which the runner starts in a separate sandbox on
+  request (`Control.spawn`); this process never imports a line of `src/`;
+- every call, warm-up included, gets new inputs drawn from the run's secret seed, written into
+  a shared-memory slot just before the call, with the output region poisoned first; a call
+  is timed by this process's clock from the message that starts it to the one that ends it;
+- the channel's own cost is measured on a trusted no-op worker (`@calibrate`) of the same
+  shapes and subtracted (and reported);
+- outputs of calls picked after their window (a reservoir over every call) are checked against
+  the reference computed on pristine copies; inputs are compared with those copies after
+  every call; an output slot that changes after its call is flagged, as are threads or
+  processes alive in the worker after a call and CPU time spent outside the windows;
+- the result document goes to the runner over `KZ_RESULT_FD`, which no worker holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kz_harness.channel import (
+    Channel,
+    ChannelClosed,
+    Op,
+    SlotLayout,
+    decode_json,
+    make_slot,
+    new_shared_memory,
+)
+from kz_harness.checks import Check, compare
+from kz_harness.errors import HarnessError, HarnessUnavailable
+from kz_harness.result import RESULT_FD_ENV, build_result
+from kz_harness.stats import UNITS, Stats
+from kz_harness.verdict import baseline_best, geomean, verdict
+from kz_harness.worker import CALIBRATE
+
+__all__ = [
+    "CONTROL_FD_ENV",
+    "RESULT_FD_ENV",
+    "SEED_ENV",
+    "Benchmark",
+    "Control",
+    "Output",
+    "Timing",
+    "Workload",
+]
+
+CONTROL_FD_ENV = "KZ_CONTROL_FD"
+SEED_ENV = "KZ_SEED"
+_SLOTS_PER_WORKLOAD = 2
+_CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted in ticks
+_CPU_RATIO = 1.05
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A named shape of the problem; `params` are what `make_inputs` reads."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.params[key]
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """The declared output of a call: the worker must return exactly this dtype and shape."""
+
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timing:
+    """How long and how often each workload is sampled, and how many calls are checked."""
+
+    warmup_s: float = 0.05
+    budget_s: float = 0.4
+    min_samples: int = 20
+    max_samples: int = 5000
+    checked_calls: int = 8
+    calibration_calls: int = 200
+    call_timeout_s: float = 30.0
+
+
+@dataclass(slots=True)
+class _Flags:
+    items: dict[str, str] = field(default_factory=dict)
+
+    def add(self, code: str, message: str) -> None:
+        self.items.setdefault(code, message)
+
+    def to_list(self) -> list[dict[str, str]]:
+        return [{"code": code, "message": message} for code, message in self.items.items()]
+
+
+class CandidateFailed(HarnessError):
+    """The candidate could not load, raised in a call, returned a bad output or died."""
+
+
+class Link:
+    """The judge's end of one worker's channel."""
+
+    def __init__(self, name: str, worker: int, channel: Channel, timeout_s: float) -> None:
+        self.name = name
+        self.worker = worker
+        self.channel = channel
+        channel.sock.settimeout(timeout_s)
+
+    def request(self, op: int, document: Mapping[str, Any], fds: Sequence[int] = ()) -> None:
+        self.channel.send_json(op, document, fds)
+        answer, payload = self._answer()
+        if answer != Op.OK:
+            raise CandidateFailed(f"the {self.name} worker refused: {_message(payload)}")
+
+    def call(self, slot: int) -> int:
+        """Run one call in `slot`; the judge's wall time of it in ns."""
+        begin = time.perf_counter_ns()
+        self.channel.send_call(slot)
+        answer, payload = self._answer()
+        elapsed = time.perf_counter_ns() - begin
+        if answer != Op.DONE:
+            raise CandidateFailed(f"a call of the {self.name} failed: {_message(payload)}")
+        return elapsed
+
+    def _answer(self) -> tuple[int, bytes]:
+        try:
+            return self.channel.receive_op()
+        except TimeoutError:
+            raise CandidateFailed(f"the {self.name} did not answer in time") from None
+        except ChannelClosed as exc:
+            raise CandidateFailed(f"the {self.name} worker died ({exc})") from None
+
+
+def _message(payload: bytes) -> str:
+    try:
+        return str(decode_json(payload).get("message", "no reason given"))
+    except HarnessError:
+        return "an unreadable answer"
+
+
+class Control:
+    """The judge's line to the runner: start, stop, inspect and kill workers."""
+
+    def __init__(self, channel: Channel, timeout_s: float = 30.0) -> None:
+        self.channel = channel
+        self.timeout_s = timeout_s
+
+    def _ask(self, op: int, document: Mapping[str, Any]) -> tuple[dict[str, Any], list[int]]:
+        self.channel.send_json(op, document)
+        answer, payload, fds = self.channel.receive()
+        reply = decode_json(payload)
+        if answer != Op.OK:
+            for fd in fds:
+                os.close(fd)
+            raise HarnessError(f"the runner refused: {reply.get('message', '?')}")
+        return reply, fds
+
+    def spawn(self, implementation: str) -> Link:
+        """A new worker for `implementation` (candidate, or `calibrate` for the no-op)."""
+        reply, fds = self._ask(Op.SPAWN, {"implementation": implementation})
+        if len(fds) != 1:
+            raise HarnessError(f"the runner sent {len(fds)} descriptors for a worker, not 1")
+        channel = Channel.from_fd(fds[0])
+        return Link(implementation, int(reply["worker"]), channel, self.timeout_s)
+
+    def inspect(self, link: Link) -> dict[str, Any]:
+        """{processes, threads, cpu_ns} of the worker's sandbox, as the runner sees them."""
+        return self._ask(Op.INSPECT, {"worker": link.worker})[0]
+
+    def stop(self, link: Link) -> None:
+        self._ask(Op.STOP, {"worker": link.worker})
+
+    def cont(self, link: Link) -> None:
+        self._ask(Op.CONT, {"worker": link.worker})
+
+    def kill(self, link: Link) -> None:
+        self._ask(Op.KILL, {"worker": link.worker})
+
+
+class _SlotSet:
+    """The judge's mappings of one workload's slots, with numpy views over them."""
+
+    def __init__(self, np: Any, layout: SlotLayout, count: int) -> None:
+        self.layout = layout
+        self.fds: list[int] = []
+        self.inputs: list[list[Any]] = []
+        self.outputs: list[Any] = []
+        for _ in range(count):
+            fd, memory = new_shared_memory(layout.size)
+            self.fds.append(fd)
+            self.inputs.append([_view(np, memory, spec) for spec in layout.inputs])
+            self.outputs.append(_view(np, memory, layout.output))
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+def _view(np: Any, memory: Any, spec: Any) -> Any:
+    return np.ndarray(spec.shape, dtype=np.dtype(spec.dtype), buffer=memory, offset=spec.offset)
+
+
+def _poison(np: Any, out: Any) -> None:
+    """Fill an output region with what no honest kernel returns before the call."""
+    if out.dtype.kind in "fc":
+        out.fill(np.nan)
+    else:
+        out.view(np.uint8).fill(0xA5)
+
+
+@dataclass(slots=True)
+class _Kept:
+    inputs: tuple[Any, ...]
+    output: Any
+
+
+@dataclass(slots=True)
+class _Measured:
+    stats: Stats
+    overhead_ns: float
+    checks: list[Check]
+    cpu: dict[str, int]
+
+
+class Benchmark:
+    """A board's judge. See the module docstring; `main()` is what benchmark.py calls."""
+
+    def __init__(
+        self,
+        *,
+        entry: str,
+        workloads: Sequence[Workload],
+        make_inputs: Callable[[Workload, Any], tuple[Any, ...]],
+        reference: Callable[..., Any],
+        dtype: str,
+        output: Callable[[Workload, tuple[Any, ...]], Output] | None = None,
+        atol: float | None = None,
+        rtol: float | None = None,
+        metric: Mapping[str, str] | None = None,
+        margin: float = 0.05,
+        timing: Timing | None = None,
+    ) -> None:
+        module, _, function = entry.partition(":")
+        if not module or not function:
+            raise HarnessError(f"entry must be 'module:function' in src/, got {entry!r}")
+        if not workloads:
+            raise HarnessError("a benchmark needs at least one workload")
+        self.entry = entry
+        self.workloads = tuple(workloads)
+        self.make_inputs = make_inputs
+        self.reference = reference
+        self.dtype = dtype
+        self.output = output
+        self.atol = atol
+        self.rtol = rtol
+        self.metric = dict(metric or {"name": "latency", "unit": "us", "better": "lower"})
+        self.margin = margin
+        self.timing = timing or Timing()
+        self.time_unit = self.metric["unit"] if self.metric["unit"] in UNITS else "us"
+
+    # --- the run ------------------------------------------------------------------------
+
+    def main(self) -> int:
+        """Measure the candidate and send the result to the runner; the process's exit code."""
+        try:
+            control_fd = int(os.environ[CONTROL_FD_ENV])
+            result_fd = int(os.environ[RESULT_FD_ENV])
+            seed = int(os.environ[SEED_ENV], 16)
+        except (KeyError, ValueError):
+            print(
+                "benchmark.py is run by the judge, not by hand: use `kz bench DIR` to run it "
+                "with the same isolation as a runner",
+                file=sys.stderr,
+            )
+            return 2
+        control = Control(Channel.from_fd(control_fd), self.timing.call_timeout_s)
+        document = self.run(control, seed)
+        with os.fdopen(result_fd, "w") as out:
+            out.write(json.dumps(document, allow_nan=False))
+        print(document["reason"])
+        return 0
+
+    def run(self, control: Control, seed: int) -> dict[str, Any]:
+        """Measure every workload and return the result document."""
+        np = _numpy()
+        cpu = max(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cpu})
+        streams = np.random.SeedSequence(seed).spawn(2)
+        inputs_rng, pick_rng = np.random.default_rng(streams[0]), np.random.default_rng(streams[1])
+        flags = _Flags()
+        calibration = control.spawn("calibrate")
+        calibration.request(Op.LOAD, {"entry": CALIBRATE, "cpu": cpu})
+        candidate = control.spawn("candidate")
+        measured: list[tuple[Workload, _Measured]] = []
+        failure = ""
+        try:
+            candidate.request(Op.LOAD, {"entry": self.entry, "path": "src", "cpu": cpu})
+            self._check_alone(control, candidate, flags, "after loading")
+            for workload in self.workloads:
+                run = _WorkloadRun(self, np, workload, inputs_rng, pick_rng, flags)
+                measured.append((workload, run.measure(control, candidate, calibration)))
+        except CandidateFailed as exc:
+            failure = str(exc)
+        return self._document(np, cpu, measured, failure, flags)
+
+    @staticmethod
+    def _check_alone(control: Control, link: Link, flags: _Flags, when: str) -> None:
+        seen = control.inspect(link)
+        if seen["processes"] > 1:
+            flags.add("extra_processes", f"the worker had {seen['processes']} processes {when}")
+        if seen["threads"] > seen["processes"]:
+            flags.add("extra_threads", f"the worker had {seen['threads']} threads {when}")
+
+    def _document(
+        self,
+        np: Any,
+        cpu: int,
+        measured: list[tuple[Workload, _Measured]],
+        failure: str,
+        flags: _Flags,
+    ) -> dict[str, Any]:
+        unit = self.metric["unit"]
+        checks = [check for _, m in measured for check in m.checks]
+        if failure:
+            checks.append(Check("candidate", math.inf, math.inf, 0.0, 0.0, False, failure))
+        workloads = [
+            {
+                "name": w.name,
+                "value": m.stats.median,
+                "stats": m.stats,
+                "channel_overhead": m.overhead_ns * UNITS["ns"] / UNITS[self.time_unit],
+            }
+            for w, m in measured
+        ]
+        passed = (
+            bool(checks) and all(c.passed for c in checks) and len(measured) == len(self.workloads)
+        )
+        value = geomean(max(m.stats.median, 1e-9) for _, m in measured) if measured else None
+        if passed and value is not None:
+            accepted, reason = verdict(
+                True, value, baseline_best(), better=self.metric["better"], margin=self.margin,
+                unit=unit,
+            )  # fmt: skip
+        else:
+            accepted = False
+            bad = next((c for c in checks if not c.passed), None)
+            reason = f"rejected: {bad.name}: {bad.reason}" if bad else "rejected: not measured"
+        document = build_result(
+            accepted=accepted,
+            reason=reason,
+            metric={**self.metric, "value": value if value is not None else 0.0},
+            workloads=workloads,
+            checks=checks,
+            environment=_environment(np),
+        )
+        if value is None:
+            document["metric"]["value"] = None
+        document["flags"] = flags.to_list()
+        document["timing"] = {
+            "method": "judge_clock",
+            "clock": "time.perf_counter_ns around each call, channel overhead subtracted",
+            "cpu": cpu,
+            "channel_overhead": {w.name: m.overhead_ns for w, m in measured},
+            "channel_overhead_unit": "ns",
+            "worker_cpu": {w.name: m.cpu for w, m in measured},
+        }
+        return document
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError as exc:
+        raise HarnessUnavailable("the judge needs numpy for its arrays") from exc
+    return numpy
+
+
+def _environment(np: Any) -> dict[str, str]:
+    return {
+        "device": "cpu",
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+    }
+
+
+class _WorkloadRun:
+    """One workload: slots, calibration, sampling, the checked reservoir and the flags."""
+
+    def __init__(
+        self,
+        bench: Benchmark,
+        np: Any,
+        workload: Workload,
+        inputs_rng: Any,
+        pick_rng: Any,
+        flags: _Flags,
+    ) -> None:
+        self.bench = bench
+        self.np = np
+        self.workload = workload
+        self.rng = inputs_rng
+        self.pick = pick_rng
+        self.flags = flags
+        self.calls = 0
+        self.checked_seen = 0
+        self._stop = "given"
+        self.cpu: dict[str, int] = {}
+        self.kept: list[_Kept] = []
+        first = self._fresh_inputs()
+        out = (
+            bench.output(workload, first)
+            if bench.output
+            else Output(first[0].shape, str(first[0].dtype))
+        )
+        self.out_dtype = np.dtype(out.dtype)
+        layout = make_slot(
+            [(str(a.dtype), a.shape, a.itemsize) for a in first],
+            (self.out_dtype.name, tuple(out.shape), self.out_dtype.itemsize),
+        )
+        self.slots = _SlotSet(np, layout, _SLOTS_PER_WORKLOAD)
+        self.last_out: list[Any] = [None] * _SLOTS_PER_WORKLOAD
+
+    def _fresh_inputs(self) -> tuple[Any, ...]:
+        made = self.bench.make_inputs(self.workload, self.rng)
+        made = made if isinstance(made, tuple) else (made,)
+        arrays = tuple(self.np.ascontiguousarray(a) for a in made)
+        if any(type(a) is not self.np.ndarray or a.dtype.hasobject for a in arrays):
+            raise HarnessError("make_inputs must return numpy arrays of numbers")
+        return arrays
+
+    def measure(self, control: Control, candidate: Link, calibration: Link) -> _Measured:
+        layout = self.slots.layout.to_dict()
+        try:
+            for link in (calibration, candidate):
+                link.request(Op.SLOTS, {"slots": [layout] * _SLOTS_PER_WORKLOAD}, self.slots.fds)
+            control.stop(candidate)  # nothing of the candidate's runs while the channel is timed
+            try:
+                overhead = self._calibrate(calibration)
+            finally:
+                control.cont(candidate)
+            control.stop(calibration)
+            self._one_call(candidate, keep=True)  # the untimed first call, checked always
+            Benchmark._check_alone(control, candidate, self.flags, "after its first call")
+            samples = self._sample(control, candidate)
+            Benchmark._check_alone(control, candidate, self.flags, "after the timed calls")
+            control.cont(calibration)
+        finally:
+            self.slots.close()
+        stats = Stats.from_samples(
+            [max(s - overhead, 1.0) for s in samples], unit="ns", stop=self._stop
+        ).to_unit(self.bench.time_unit)
+        return _Measured(stats, overhead, self._checks(), self.cpu)
+
+    def _calibrate(self, calibration: Link) -> float:
+        timing = self.bench.timing
+        walls = [self._one_call(calibration, keep=False) for _ in range(timing.calibration_calls)]
+        walls.sort()
+        return float(walls[len(walls) // 2])
+
+    def _sample(self, control: Control, candidate: Link) -> list[float]:
+        timing = self.bench.timing
+        before = control.inspect(candidate)
+        windows = 0
+        started = time.perf_counter()
+        while time.perf_counter() - started < timing.warmup_s:
+            windows += self._one_call(candidate, keep=True)
+        samples: list[float] = []
+        started = time.perf_counter()
+        self._stop = "max_samples"
+        while len(samples) < timing.max_samples:
+            wall = self._one_call(candidate, keep=True)
+            windows += wall
+            samples.append(float(wall))
+            if (
+                len(samples) >= timing.min_samples
+                and time.perf_counter() - started >= timing.budget_s
+            ):
+                self._stop = "budget"
+                break
+        after = control.inspect(candidate)
+        self._account(before, after, windows)
+        return samples
+
+    def _account(self, before: dict[str, int], after: dict[str, int], windows: int) -> None:
+        """Flag CPU time the worker spent outside the calls' windows, or in anything but its
+        serving thread (another thread or process doing the work)."""
+        main = after["main_cpu_ns"] - before["main_cpu_ns"]
+        other = after["cpu_ns"] - before["cpu_ns"] - main
+        self.cpu = {"main_cpu_ns": main, "other_cpu_ns": other, "windows_ns": windows}
+        name = self.workload.name
+        if main > windows * _CPU_RATIO + _CPU_SLACK_NS:
+            self.flags.add(
+                "work_outside_window",
+                f"{name}: the worker's serving thread used {main / 1e6:.1f} ms of CPU in calls "
+                f"that took {windows / 1e6:.1f} ms",
+            )
+        if other > _CPU_SLACK_NS:
+            self.flags.add(
+                "background_work",
+                f"{name}: other threads or processes of the worker used {other / 1e6:.1f} ms "
+                "of CPU while it was timed",
+            )
+
+    def _one_call(self, link: Link, *, keep: bool) -> int:
+        index = self.calls % _SLOTS_PER_WORKLOAD
+        self.calls += 1
+        pristine = self._fresh_inputs()
+        out = self.slots.outputs[index]
+        previous = self.last_out[index]
+        if previous is not None and not self.np.array_equal(out, previous, equal_nan=True):
+            self.flags.add("late_output", f"{self.workload.name}: an output changed after its call")
+        for view, array in zip(self.slots.inputs[index], pristine, strict=True):
+            view[...] = array
+        _poison(self.np, out)
+        wall = link.call(index)
+        got = out.copy()
+        self.last_out[index] = got
+        if keep:
+            self._after_call(index, pristine, got)
+        return wall
+
+    def _after_call(self, index: int, pristine: tuple[Any, ...], got: Any) -> None:
+        np = self.np
+        views = self.slots.inputs[index]
+        if not all(
+            np.array_equal(v, p, equal_nan=True) for v, p in zip(views, pristine, strict=True)
+        ):
+            self.flags.add("inputs_changed", f"{self.workload.name}: a call changed its inputs")
+            self.kept.append(_Kept(pristine, None))  # fails its check for certain
+            return
+        # Reservoir sampling: every call is equally likely to be checked, decided after it.
+        self.checked_seen += 1
+        seen = self.checked_seen
+        room = self.bench.timing.checked_calls
+        if len(self.kept) < room:
+            self.kept.append(_Kept(pristine, got))
+        else:
+            slot = int(self.pick.integers(0, seen))
+            if slot < room:
+                self.kept[slot] = _Kept(pristine, got)
+
+    def _checks(self) -> list[Check]:
+        bench = self.bench
+        checks = []
+        for number, kept in enumerate(self.kept):
+            name = f"{self.workload.name}#{number}"
+            if kept.output is None:
+                checks.append(
+                    Check(name, math.inf, math.inf, 0.0, 0.0, False, "the call changed its inputs")
+                )
+                continue
+            reference = bench.reference(*kept.inputs)
+            checks.append(
+                compare(kept.output, reference, dtype=bench.dtype, atol=bench.atol,
+                        rtol=bench.rtol, name=name)
+            )  # fmt: skip
+        return _summarised(self.workload.name, checks)
+
+
+def _summarised(name: str, checks: list[Check]) -> list[Check]:
+    """One check per workload: the worst of its checked calls (all of them must pass)."""
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        worst = failed[0]
+        reason = f"{len(failed)} of {len(checks)} checked calls failed: {worst.reason}"
+        return [Check(name, worst.max_abs_err, worst.max_rel_err, worst.atol, worst.rtol, False,
+                      reason)]  # fmt: skip
+    worst_abs = max(c.max_abs_err for c in checks)
+    worst_rel = max(c.max_rel_err for c in checks)
+    first = checks[0]
+    return [Check(name, worst_abs, worst_rel, first.atol, first.rtol, True)]

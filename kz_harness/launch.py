@@ -1,0 +1,36 @@
+"""The entry point of the judge and worker processes, run as `python -I launch.py ROLE ...`.
+
+`-I` keeps the environment, the user's site-packages and the script's folder off `sys.path`;
+this file puts back only the folder holding `kz_harness`, so neither role can import anything
+of a package's files by accident. Roles: `judge BENCHMARK.py` runs a board's benchmark as
+`__main__`; `worker` serves a judge over the inherited channel (see kz_harness.worker).
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE and PYTHONUNBUFFERED
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    role = sys.argv[1] if len(sys.argv) > 1 else ""
+    if role == "worker":
+        from kz_harness.worker import main as serve
+
+        return serve()
+    if role == "judge" and len(sys.argv) == 3:
+        script = sys.argv[2]
+        sys.argv = [script]
+        runpy.run_path(script, run_name="__main__")
+        return 0
+    print("usage: launch.py judge BENCHMARK.py | launch.py worker", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

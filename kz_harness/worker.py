@@ -1,0 +1,143 @@
+"""The candidate worker: imports the submitted entry point and runs calls when the judge says.
+
+It runs in its own sandbox under its own uid, with `python -I`, a private HOME and TMPDIR,
+the candidate's `src/` and a scratch folder, and one socket to the judge (`KZ_CHANNEL_FD`).
+Nothing here is trusted: the judge reads its own clock, owns the inputs, checks the outputs
+and asks the runner, not the worker, how many threads and processes the worker has. This
+module only makes an honest candidate easy to run: fresh array objects over the judge's
+slots for every call, the output copied into the slot as a plain array of the declared dtype
+and shape, and any failure reported with its reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import mmap
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from kz_harness.channel import Channel, ChannelClosed, Op, decode_json, slot_index
+
+__all__ = ["CALIBRATE", "main"]
+
+CALIBRATE = "@calibrate"  # the trusted no-op the judge times to learn the channel's cost
+_MAX_ERROR = 4000
+
+
+class _Slot:
+    def __init__(self, memory: mmap.mmap, layout: dict[str, Any], np: Any) -> None:
+        self.memory = memory
+        self.inputs = [
+            (np.dtype(s["dtype"]), tuple(s["shape"]), s["offset"]) for s in layout["inputs"]
+        ]
+        out = layout["output"]
+        self.output = (np.dtype(out["dtype"]), tuple(out["shape"]), out["offset"])
+        self.blank = np.zeros(self.output[1], dtype=self.output[0])
+
+
+def _describe(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+class _Worker:
+    def __init__(self, channel: Channel, np: Any) -> None:
+        self.channel = channel
+        self.np = np
+        self.fn: Callable[..., Any] | None = None
+        self.calibrate = False
+        self.slots: list[_Slot] = []
+
+    def load(self, document: dict[str, Any]) -> None:
+        cpu = document.get("cpu")
+        if isinstance(cpu, int) and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {cpu})
+        entry = str(document["entry"])
+        if entry == CALIBRATE:
+            self.calibrate = True
+            return
+        module_name, _, function = entry.partition(":")
+        sys.path.insert(0, str(document["path"]))
+        module = importlib.import_module(module_name)
+        fn = getattr(module, function, None)
+        if not callable(fn):
+            raise TypeError(f"{entry}: {function!r} is not a function of {module_name}")
+        self.fn = fn
+
+    def set_slots(self, document: dict[str, Any], fds: list[int]) -> None:
+        layouts = document["slots"]
+        if len(layouts) != len(fds):
+            raise ValueError(f"{len(layouts)} slot layouts came with {len(fds)} descriptors")
+        slots = []
+        for layout, fd in zip(layouts, fds, strict=True):
+            try:
+                slots.append(_Slot(mmap.mmap(fd, int(layout["size"])), layout, self.np))
+            finally:
+                os.close(fd)
+        self.slots = slots
+
+    def call(self, index: int) -> None:
+        np = self.np
+        slot = self.slots[index]
+        out_dtype, out_shape, out_offset = slot.output
+        if self.calibrate:
+            result = slot.blank
+        else:
+            assert self.fn is not None
+            inputs = []
+            for dtype, shape, offset in slot.inputs:
+                array = np.ndarray(shape, dtype=dtype, buffer=slot.memory, offset=offset)
+                array.flags.writeable = False
+                inputs.append(array)
+            result = self.fn(*inputs)
+            del inputs
+        if type(result) is not np.ndarray:
+            raise TypeError(f"the output must be a numpy.ndarray, got {_describe(result)}")
+        if result.dtype != out_dtype or result.shape != out_shape:
+            raise TypeError(
+                f"the output must be {out_dtype} of shape {out_shape}, "
+                f"got {result.dtype} of shape {result.shape}"
+            )
+        out = np.ndarray(out_shape, dtype=out_dtype, buffer=slot.memory, offset=out_offset)
+        np.copyto(out, result, casting="no")
+        del out, result
+
+    def serve(self) -> int:
+        handlers: dict[int, Callable[[bytes, list[int]], None]] = {
+            Op.LOAD: lambda payload, _fds: self.load(decode_json(payload)),
+            Op.SLOTS: lambda payload, fds: self.set_slots(decode_json(payload), fds),
+        }
+        while True:
+            op, payload, fds = self.channel.receive()
+            try:
+                if op == Op.EXIT:
+                    return 0
+                if op == Op.CALL:
+                    self.call(slot_index(payload))
+                    self.channel.send(Op.DONE)
+                    continue
+                handlers[op](payload, fds)
+                self.channel.send(Op.OK)
+            except ChannelClosed:
+                raise
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt | SystemExit):
+                    message = f"the candidate stopped the worker ({type(exc).__name__})"
+                else:
+                    message = "".join(traceback.format_exception_only(exc)).strip()
+                self.channel.send_json(Op.ERROR, {"message": message[-_MAX_ERROR:]})
+
+
+def main() -> int:
+    """Serve the judge on the inherited channel until it says EXIT or goes away."""
+    fd = int(os.environ.pop("KZ_CHANNEL_FD"))
+    import numpy
+
+    channel = Channel.from_fd(fd)
+    try:
+        return _Worker(channel, numpy).serve()
+    except ChannelClosed:
+        return 0

@@ -1,0 +1,227 @@
+"""The runner's side of a judge: its control line, the workers it starts, its result channel.
+
+The judge (a board's `benchmark.py` on `kz_harness.judge`) runs in one sandbox; every worker
+it asks for runs in another, under its own uid, started by this supervisor in the task's
+backend. The judge gets two inherited descriptors: the control socket (`KZ_CONTROL_FD`) and
+the write end of the result pipe (`KZ_RESULT_FD`). A worker gets one socket end, connected to
+the judge only; its other end travels to the judge over the control socket. So no worker can
+reach the runner, the result channel or another worker, and none sees the judge's files.
+
+When the judge's step has ended, `finish` kills every worker's sandbox (orphans included:
+each has its own PID namespace) and only then reads the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kz_harness.channel import Channel, ChannelClosed, Op, decode_json
+from kz_harness.errors import HarnessError
+from kz_runner.backends.base import Backend, Bind, Spawned, StepSpec
+from kz_runner.limits import StepLimits
+
+__all__ = [
+    "HARNESS_INSIDE",
+    "WORKER_UID_BASE",
+    "JudgeResult",
+    "Supervisor",
+    "worker_environment",
+]
+
+HARNESS_INSIDE = "/kz/harness"
+WORK_INSIDE = "/kz/work"
+HOME_INSIDE = "/home/kz"
+WORKER_UID_BASE = 65000  # worker n runs as uid 65000 + n; the judge as the backend's uid
+MAX_WORKERS = 8
+_PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+_SIGNALS = {Op.STOP: 19, Op.CONT: 18}  # SIGSTOP, SIGCONT
+
+
+def worker_environment(channel_fd: int) -> dict[str, str]:
+    """A worker's whole environment: its channel, private HOME and TMPDIR, one BLAS thread."""
+    env = {
+        "KZ_CHANNEL_FD": str(channel_fd),
+        "HOME": HOME_INSIDE,
+        "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's private tmpfs
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    env.update({k: os.environ[k] for k in _PASSED_THROUGH if k in os.environ})
+    return env
+
+
+@dataclass(slots=True)
+class JudgeResult:
+    """What the judge sent (None: nothing) and what each worker printed."""
+
+    document: bytes | None
+    worker_logs: list[tuple[str, bytes]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class Supervisor:
+    """Serves one judge; see the module docstring. Use `judge_fds`, then `finish()`."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        implementations: Mapping[str, Path],
+        scratch_root: Path,
+        harness: Path,
+        limits: StepLimits,
+        timeout_s: float,
+        max_result_bytes: int,
+    ) -> None:
+        self.backend = backend
+        self.implementations = dict(implementations)
+        self.scratch_root = scratch_root
+        self.harness = harness
+        self.limits = limits
+        self.timeout_s = timeout_s
+        self.max_result_bytes = max_result_bytes
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.control = Channel(ours)
+        self.judge_control = theirs
+        self.result_read, self.result_write = os.pipe()
+        self.workers: list[tuple[str, Spawned]] = []
+        self.problems: list[str] = []
+        self.document = bytearray()
+        self._lock = threading.Lock()
+        self._served = threading.Thread(target=self._serve, daemon=True)
+        self._read = threading.Thread(target=self._read_result, daemon=True)
+        self._served.start()
+        self._read.start()
+
+    @property
+    def judge_fds(self) -> tuple[int, int]:
+        """(control, result) descriptors the judge's step inherits."""
+        return self.judge_control.fileno(), self.result_write
+
+    def judge_environment(self) -> dict[str, str]:
+        control, result = self.judge_fds
+        return {"KZ_CONTROL_FD": str(control), "KZ_RESULT_FD": str(result)}
+
+    # --- serving the judge -------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                op, payload, fds = self.control.receive()
+            except ChannelClosed:
+                return
+            for fd in fds:
+                os.close(fd)
+            try:
+                self._answer(op, decode_json(payload))
+            except (HarnessError, KeyError, ValueError, OSError) as exc:
+                with contextlib.suppress(ChannelClosed):
+                    self.control.send_json(Op.ERROR, {"message": str(exc)})
+
+    def _answer(self, op: int, request: dict[str, Any]) -> None:
+        if op == Op.SPAWN:
+            self._spawn(str(request["implementation"]))
+            return
+        worker = self._worker(request)
+        if op == Op.INSPECT:
+            self.control.send_json(Op.OK, worker.inspect())
+        elif op in _SIGNALS:
+            worker.signal(_SIGNALS[op])
+            self.control.send_json(Op.OK, {})
+        elif op == Op.KILL:
+            worker.kill()
+            self.control.send_json(Op.OK, {})
+        else:
+            raise HarnessError(f"unknown control operation {op}")
+
+    def _worker(self, request: dict[str, Any]) -> Spawned:
+        number = int(request["worker"])
+        with self._lock:
+            if not 0 <= number < len(self.workers):
+                raise HarnessError(f"no worker {number}")
+            return self.workers[number][1]
+
+    def _spawn(self, implementation: str) -> None:
+        if implementation != "calibrate" and implementation not in self.implementations:
+            known = sorted({"calibrate", *self.implementations})
+            raise HarnessError(f"no implementation {implementation!r}; known: {known}")
+        if len(self.workers) >= MAX_WORKERS:
+            raise HarnessError(f"a judge may start at most {MAX_WORKERS} workers")
+        number = len(self.workers)
+        scratch = self.scratch_root / f"worker-{number}"
+        src = self.scratch_root / f"worker-{number}-src"
+        scratch.mkdir(mode=0o755)
+        binds = [Bind(scratch, f"{WORK_INSIDE}/scratch", writable=True)]
+        binds.append(Bind(self.harness, HARNESS_INSIDE))
+        if implementation == "calibrate":
+            src.mkdir(mode=0o755)
+            binds.append(Bind(src, f"{WORK_INSIDE}/src"))
+        else:
+            binds.append(Bind(self.implementations[implementation], f"{WORK_INSIDE}/src"))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            step = StepSpec(
+                argv=(
+                    self.backend.python,
+                    "-I",
+                    f"{HARNESS_INSIDE}/kz_harness/launch.py",
+                    "worker",
+                ),
+                workdir=scratch,
+                env=worker_environment(theirs.fileno()),
+                timeout_s=self.timeout_s,
+                limits=self.limits,
+                binds=tuple(binds),
+                tmpfs=(HOME_INSIDE,),
+                cwd=WORK_INSIDE,
+                pass_fds=(theirs.fileno(),),
+                uid=WORKER_UID_BASE + number,
+            )
+            spawned = self.backend.spawn(step)
+            with self._lock:
+                self.workers.append((implementation, spawned))
+            theirs.close()
+            self.control.send_json(Op.OK, {"worker": number}, [ours.fileno()])
+        finally:
+            theirs.close()
+            ours.close()
+
+    def _read_result(self) -> None:
+        while True:
+            chunk = os.read(self.result_read, 1 << 16)
+            if not chunk:
+                return
+            if len(self.document) + len(chunk) > self.max_result_bytes:
+                self.problems.append(f"result document is over {self.max_result_bytes} bytes")
+                self.document.clear()
+                while os.read(self.result_read, 1 << 16):
+                    pass
+                return
+            self.document += chunk
+
+    # --- the end -------------------------------------------------------------------------
+
+    def finish(self) -> JudgeResult:
+        """After the judge's step: kill every worker, then hand over the result."""
+        self.judge_control.close()
+        os.close(self.result_write)
+        with self._lock:
+            workers = list(self.workers)
+        logs = [(name, worker.output()) for name, worker in workers]  # output() kills first
+        self._served.join(5.0)
+        self._read.join(5.0)
+        self.control.close()
+        os.close(self.result_read)
+        too_big = any("over" in p for p in self.problems)
+        document = None if too_big or not self.document else bytes(self.document)
+        return JudgeResult(document, logs, list(self.problems))
