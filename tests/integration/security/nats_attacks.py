@@ -284,8 +284,10 @@ async def legitimate_api(url: str, passwords: dict[str, str], admin: Session) ->
     try:
         await elog.ensure()
         subject = event_subject("submission", "sm90", str(uuid.uuid4()), "submitted")
-        await elog.js.publish(subject, b'{"type": "submitted"}')
-        assert len(await elog.load(subject.rsplit(".", 1)[0] + ".*")) == 1
+        ack = await elog.js.publish(subject, b'{"type": "submitted"}')
+        aggregate = subject.rsplit(".", 1)[0] + ".*"  # read as EventLog.load does: next by subject
+        msg = await elog.js.get_msg(EVENTS_STREAM, seq=1, subject=aggregate, next=True)
+        assert msg.seq == ack.seq and msg.data == b'{"type": "submitted"}'
         package = bytes(range(256)) * 700
         await elog.put_object(PACKAGES_BUCKET, "p" * 64, package)
         assert await elog.get_object_bytes(PACKAGES_BUCKET, "p" * 64) == package
