@@ -22,8 +22,11 @@ from kz_package.memread import PackageFiles
 __all__ = ["CODES", "MAX_HITS", "Hit", "scan_files", "scan_package"]
 
 MAX_HITS = 50  # a package with more gets the first ones and one `too_many_hits`
-MAX_FILE_BYTES = 2 * 1024 * 1024  # a larger Python file is not parsed (hit `not_scanned`)
-MAX_TOTAL_BYTES = 16 * 1024 * 1024
+# Parsing holds the interpreter lock (about 1.5 s per MB here, and as long again to walk the
+# tree), and kernels' Python sources are kilobytes: a larger file, or any past the total, is
+# not parsed and is a `not_scanned` hit, which asks for a look like any other.
+MAX_FILE_BYTES = 128 * 1024
+MAX_TOTAL_BYTES = 512 * 1024
 
 CODES: dict[str, str] = {
     "frame_walking": "walks interpreter frames or reaches other functions' globals",
@@ -47,7 +50,7 @@ CODES: dict[str, str] = {
     "native_code": "ships a shared object or other native binary",
     "bytecode": "ships compiled Python bytecode",
     "unparseable": "has a Python file that does not parse",
-    "not_scanned": "has a Python file too large to scan",
+    "not_scanned": "has Python source past the scan's limits (128 KiB a file, 512 KiB in all)",
     "too_many_hits": "has more hits than are listed",
 }
 
@@ -239,16 +242,21 @@ def scan_package(root: Path | PackageFiles) -> list[Hit]:
     return scan_files(files)
 
 
-def scan_files(files: Mapping[str, bytes]) -> list[Hit]:
+def scan_files(
+    files: Mapping[str, bytes],
+    *,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_total_bytes: int = MAX_TOTAL_BYTES,
+) -> list[Hit]:
     """Every tripwire hit of a package (path → bytes), in path then line order, at most
     MAX_HITS of them (plus one `too_many_hits` when there were more)."""
     hits: list[Hit] = []
-    budget = MAX_TOTAL_BYTES
+    budget = max_total_bytes
     for path in sorted(files):
         data = files[path]
         hits.extend(_other_file(path, data))
         if path.startswith("src/") and path.endswith(".py"):
-            if len(data) > min(MAX_FILE_BYTES, budget):
+            if len(data) > min(max_file_bytes, budget):
                 hits.append(_hit("not_scanned", path, 0, f"{len(data)} bytes, not parsed"))
                 continue
             budget -= len(data)

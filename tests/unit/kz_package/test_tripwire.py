@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from kz_package.tripwire import CODES, MAX_HITS, scan_files, scan_package
+from kz_package.tripwire import (
+    CODES,
+    MAX_FILE_BYTES,
+    MAX_HITS,
+    MAX_TOTAL_BYTES,
+    scan_files,
+    scan_package,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -147,3 +154,21 @@ def test_deep_nesting_does_not_crash() -> None:
     """Source nested past the parser's limits is a hit, not an exception."""
     source = ("x = " + "(" * 5000 + "1" + ")" * 5000 + "\n").encode()
     assert _codes({"src/k.py": source}) == {"unparseable"}
+
+
+def test_source_past_the_limits_is_a_hit_not_a_parse() -> None:
+    """A Python file over the file limit, or past the total, is not parsed: each is a
+    `not_scanned` hit (parsing holds the interpreter lock); the limits default to 128 KiB and
+    512 KiB."""
+    assert (MAX_FILE_BYTES, MAX_TOTAL_BYTES) == (128 * 1024, 512 * 1024)
+    big = b"import gc\n" * 20
+    assert [(h.code, h.path) for h in scan_files({"src/big.py": big}, max_file_bytes=100)] == [
+        ("not_scanned", "src/big.py")
+    ]
+    files = {f"src/p{i}.py": b"x = 1\n" * 10 for i in range(5)}
+    hits = scan_files(files, max_total_bytes=150)
+    assert [(h.code, h.path) for h in hits] == [
+        ("not_scanned", "src/p2.py"),
+        ("not_scanned", "src/p3.py"),
+        ("not_scanned", "src/p4.py"),
+    ]
