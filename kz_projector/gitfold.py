@@ -218,6 +218,10 @@ class GitFold:
     def _head_tree(self) -> ObjectID | None:
         return self._commit(self.head).tree if self.head is not None else None
 
+    def head_tree(self) -> ObjectID | None:
+        """The tree of main's head; None before the first commit."""
+        return self._head_tree()
+
     def _root_with(self, kernel_id: str, files: FileMap) -> ObjectID:
         kernel_tree = self.writer.tree_of(files)
         return self.writer.put_path(self._head_tree(), list(KernelId.parse(kernel_id).parts),

@@ -36,6 +36,7 @@ from kz_projector.packages import (
     judge_bundle,
     judge_files,
     put_judge_bundle,
+    restore_judge_bundles,
 )
 
 __all__ = ["COMMITTED_NS", "GitProjector", "committed_event_id", "utcnow"]
@@ -119,6 +120,9 @@ class GitProjector:
             if state.status is Status.ACCEPTED and sid in commits
         ]
         await self._store_bundles(lacking)  # a crash may have come before the bundles too
+        root = self.fold.head_tree()
+        if root is not None:  # every kernel of main has its judge in KZ_JUDGES
+            self.judges.update(await restore_judge_bundles(self.elog, self.fold.writer, root))
         for applied in lacking:
             await self.announce(applied)
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import stat
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol
 
-from dulwich.objects import Blob, Commit, ObjectID
+from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import BaseRepo
 
@@ -49,10 +50,13 @@ __all__ = [
     "files_of_tree",
     "judge_bundle",
     "judge_files",
+    "kernel_ids_of_tree",
     "put_judge_bundle",
+    "restore_judge_bundles",
 ]
 
 DESC = f"{PACKAGE_DIR}/desc.yaml"
+KERNEL_DEPTH = 5  # arch, op_class, sub_class, quant, name
 _SKIPPED_DIRS = frozenset({".git", "__pycache__"})
 
 
@@ -237,6 +241,42 @@ def judge_bundle(files: FileMap) -> bytes:
             (Path(tmp) / "judge" / PACKAGE_DIR).mkdir(parents=True)
             pack_directory(Path(tmp) / "judge", out)
     return out.getvalue()
+
+
+def kernel_ids_of_tree(store: ObjectSource, root: ObjectID) -> list[str]:
+    """Every kernel id of the tree `root`: the folders `<arch>/<op_class>/<sub_class>/<quant>/
+    <name>`, in tree order."""
+    found: list[str] = []
+
+    def walk(tree_id: ObjectID, parts: list[str]) -> None:
+        tree = store[tree_id]
+        assert isinstance(tree, Tree)
+        for item in tree.iteritems():
+            if stat.S_ISDIR(item.mode):
+                path = [*parts, item.path.decode()]
+                if len(path) == KERNEL_DEPTH:
+                    found.append("/".join(path))
+                else:
+                    walk(item.sha, path)
+
+    walk(root, [])
+    return found
+
+
+async def restore_judge_bundles(
+    elog: EventLog, store: ObjectSource, root: ObjectID
+) -> dict[str, dict[str, tuple[int, bytes]]]:
+    """Store main's judge bundle for each kernel of the tree `root` that `KZ_JUDGES` lacks (a
+    store from before judge bundles had their own bucket kept them among the uploads); the
+    judge files stored, by kernel id."""
+    stored: dict[str, dict[str, tuple[int, bytes]]] = {}
+    for kernel_id in kernel_ids_of_tree(store, root):
+        if await elog.has_object(JUDGES_BUCKET, judge_key(kernel_id)):
+            continue
+        judge = judge_files(files_of_tree(store, root, kernel_id))
+        await put_judge_bundle(elog, kernel_id, judge_bundle(judge))
+        stored[kernel_id] = judge
+    return stored
 
 
 async def put_judge_bundle(elog: EventLog, kernel_id: str, bundle: bytes) -> None:

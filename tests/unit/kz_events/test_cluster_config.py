@@ -127,3 +127,10 @@ def test_unsafe_passwords_are_refused(bad: str) -> None:
     passwords["api"] = bad
     with pytest.raises(ConfigError, match="password of api"):
         render_permissions(passwords)
+
+
+def test_the_advisory_granted_is_the_one_the_sweeper_hears() -> None:
+    """kz_events cannot import the projector, so the subject is spelled twice: they agree."""
+    from kz_projector.sweeper import ADVISORY_SUBJECT
+
+    assert SWEEPER_ADVISORY == ADVISORY_SUBJECT
