@@ -65,7 +65,7 @@ def _provide_ctx(state: State) -> ApiContext:
 
 
 async def _fold_events(log_: EventLog, models: ReadModels, packages: PackageSource) -> None:
-    async for seq, event in log_.subscribe(EVENTS_SUBJECTS, models.seq + 1):
+    async for seq, event in log_.subscribe(EVENTS_SUBJECTS, models.seq + 1, screen=models.screen):
         digest = digest_needed(models.index, event)
         if digest is not None:
             with_facts(models.index, digest, await facts_of(packages, digest))
@@ -84,6 +84,8 @@ async def _supervised(name: str, fold: Callable[[], Awaitable[None]]) -> None:
             await fold()
         except (LogUnavailable, nats.errors.Error) as exc:
             log.warning("api: %s stopped (%r); resuming in %.0f s", name, exc, RESUME_S)
+        except Exception:  # a fold that dies unseen leaves health "catching up" for good
+            log.exception("api: %s failed; resuming in %.0f s", name, RESUME_S)
         await asyncio.sleep(RESUME_S)
 
 

@@ -39,6 +39,7 @@ def render_metrics(
     fold_seq: int,
     projector_lag: int,
     runners: int,
+    skipped: dict[str, int] | None = None,
 ) -> str:
     """The metrics as Prometheus text format 0.0.4."""
     lines = [
@@ -65,6 +66,14 @@ def render_metrics(
     ]
     for name, help_text, value in gauges:
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {value}"]
+    lines += [
+        "# HELP kz_skipped_events_total Stored messages the read models skipped, by rule "
+        "(undecodable, misfiled, repeated event_id, unknown type).",
+        "# TYPE kz_skipped_events_total counter",
+    ]
+    for kind in ("undecodable", "misfiled", "repeated", "unknown_type"):
+        lines.append(
+            f"kz_skipped_events_total{_labels(kind=kind)} {(skipped or {}).get(kind, 0)}")
     return "\n".join(lines) + "\n"
 
 

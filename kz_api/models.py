@@ -45,6 +45,8 @@ __all__ = [
     "StatusDoc",
     "SubmissionDetail",
     "SubmissionList",
+    "SkippedDoc",
+    "SkippedEventDoc",
     "SubmitAnswer",
     "SuspectDoc",
     "SuspectReasonDoc",
@@ -354,6 +356,22 @@ class SuspectReasonDoc(_Out, frozen=True, kw_only=True):
     path: str | None = None
     line: int | None = None
 
+class SkippedEventDoc(_Out, frozen=True, kw_only=True):
+    seq: int
+    subject: str
+    kind: str
+    reason: str
+
+
+class SkippedDoc(_Out, frozen=True, kw_only=True):
+    """Stored messages the read models skipped: undecodable, misfiled, repeated event_id, or
+    of a type this build does not know (kz_events.screen); `recent` holds the latest few."""
+
+    total: int = 0
+    by_kind: dict[str, int] = msgspec.field(default_factory=dict)
+    recent: list[SkippedEventDoc] = msgspec.field(default_factory=list)
+
+
 
 class SuspectDoc(_Out, frozen=True, kw_only=True):
     """Why a result is marked suspect, and whether a maintainer cleared the mark."""
@@ -361,6 +379,7 @@ class SuspectDoc(_Out, frozen=True, kw_only=True):
     reasons: list[SuspectReasonDoc]
     cleared: bool
     cleared_reason: str | None = None
+    skipped_events: SkippedDoc = msgspec.field(default_factory=SkippedDoc)
 
 
 class ClearSuspectBody(_In, frozen=True, kw_only=True):

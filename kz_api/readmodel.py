@@ -40,6 +40,7 @@ from kz_events.lifecycle import (
     evolve,
     evolve_lease,
 )
+from kz_events.screen import Screen
 from kz_projector.index import IndexState, fold_index
 
 __all__ = ["ArchQueue", "HistoryEntry", "ReadModels", "RunnerView", "SubmissionView"]
@@ -130,6 +131,7 @@ class ReadModels:
     def __init__(self) -> None:
         self.seq = 0
         self.unknown_events = 0
+        self.screen = Screen("api")  # what the event fold skips (kz_events.screen)
         self.submissions: dict[str, SubmissionView] = {}
         self.queued: dict[str, ArchQueue] = {}
         self.running: dict[str, set[str]] = {}

@@ -25,10 +25,10 @@ from kz_events.events import (
     RunnerRegistered,
     SubmissionSubmitted,
     TaskHeartbeat,
-    decode_event,
+    checked_event,
 )
 from kz_events.ids import KernelId
-from kz_events.lifecycle import Claim, ReportResult, Status, decide, fold
+from kz_events.lifecycle import OPEN, Claim, ReportResult, Status, decide, fold
 from kz_events.subjects import (
     EVENTS_STREAM,
     LOGS_BUCKET,
@@ -118,14 +118,14 @@ async def register_runner(ctx: ApiContext, auth: RunnerAuth, event: RunnerRegist
 async def _try_claim(
     ctx: ApiContext, msg: Msg, runner_id: str, auth: RunnerAuth
 ) -> TaskOffer | None:
-    event = decode_event(msg.data)
+    event = checked_event(str(msg.subject), msg.data)
     if not isinstance(event, SubmissionSubmitted):
-        await msg.ack()
+        await msg.term()
         return None
     arch = KernelId.parse(event.kernel_id).arch
     subject = aggregate_filter("submission", arch, event.submission_id)
     state = fold(await ctx.log.load(subject))
-    attempt = int(msg.metadata.num_delivered)
+    attempt = state.attempt + 1  # counted from the log, not by deliveries (kz_runner.native)
     lease_id = str(uuid.uuid4())
     try:
         events = decide(
@@ -135,11 +135,18 @@ async def _try_claim(
                 runner_id=runner_id,
                 lease_id=lease_id,
                 attempt=attempt,
+                holder_seen_at=await ctx.log.lease_seen_at(
+                    arch, event.submission_id, state.lease_id),
+                lease_s=ctx.settings.lease_s,
             ),
         )
         await append_seen(ctx, events, expect=state.version, expect_on=subject)
-    except (RuleViolation, ConcurrencyConflict):
-        await msg.ack()
+    except ConcurrencyConflict:
+        await msg.nak()
+        return None
+    except RuleViolation:
+        # Never ack open work away: it may be the only copy of the task (kz_runner.native).
+        await (msg.nak(delay=ctx.settings.lease_s) if state.status in OPEN else msg.ack())
         return None
     claim = LeaseClaim(
         submission_id=event.submission_id,

@@ -17,6 +17,7 @@ __all__ = ["build_parser", "main"]
 # Modules that contribute sub-commands; each defines `register(subparsers) -> None`.
 COMMAND_MODULES = (
     "kz_cli.cmd_validate",
+    "kz_cli.cmd_bench",
     "kz_cli.cmd_server",
     "kz_cli.cmd_api",
     "kz_cli.cmd_runner",

@@ -15,6 +15,7 @@ import io
 import logging
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -45,9 +46,9 @@ from tenacity import (
 from kz_events.errors import ConcurrencyConflict, LogUnavailable, ObjectNotFound
 from kz_events.events import (
     Event,
+    TaskHeartbeat,
     UnknownEvent,
     checked_event,
-    decode_event,
     encode_event,
     subject_of,
 )
@@ -60,6 +61,7 @@ from kz_events.objects import (
     read_small_object,
 )
 from kz_events.reader import BatchReader, Record
+from kz_events.screen import Screen
 from kz_events.subjects import (
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
@@ -69,6 +71,7 @@ from kz_events.subjects import (
     LOGS_BUCKET,
     PACKAGES_BUCKET,
     consumer_name,
+    live_subject,
     submitted_filter,
 )
 
@@ -296,7 +299,18 @@ class EventLog:
             msg = await self._retry(lambda: self.js.get_last_msg(LIVE_STREAM, subject))
         except nats.js.errors.NotFoundError:
             return None
-        return decode_event(msg.data or b"")
+        return checked_event(str(msg.subject), msg.data or b"")
+
+    async def lease_seen_at(
+        self, arch: str, submission_id: str, lease_id: str | None
+    ) -> datetime | None:
+        """When the newest heartbeat of the lease `lease_id` on a task was sent, or None."""
+        if lease_id is None:
+            return None
+        beat = await self.last_live(live_subject("task", arch, submission_id))
+        if not isinstance(beat, TaskHeartbeat) or beat.lease_id != lease_id:
+            return None
+        return beat.occurred_at
 
     # --- reading ------------------------------------------------------------------------
 
@@ -306,18 +320,21 @@ class EventLog:
             msg = await self._retry(functools.partial(self.js.get_last_msg, EVENTS_STREAM, subject))
         except nats.js.errors.NotFoundError:
             return None
-        return int(msg.seq or 0), decode_event(msg.data or b"")
+        seq = int(msg.seq or 0)
+        return seq, checked_event(subject, msg.data or b"")
 
     async def last_seq(self, stream: str = EVENTS_STREAM) -> int:
         info = await self._retry(lambda: self.js.stream_info(stream))
         return int(info.state.last_seq)
 
-    async def load(self, subject_filter: str) -> list[Stored]:
+    async def load(self, subject_filter: str, *, screen: Screen | None = None) -> list[Stored]:
         """Every event on `subject_filter` so far, in order: rebuilds one aggregate.
 
         Uses message gets (next by subject), not a consumer, so a client that may not create
-        consumers (a runner in a cluster) can rebuild the aggregates it works on.
+        consumers (a runner in a cluster) can rebuild the aggregates it works on. What the
+        screen skips (kz_events.screen) comes back as an `UnknownEvent` in its place.
         """
+        screen = screen or Screen("load", quiet=True)
         stored: list[Stored] = []
         seq = 1
         while True:
@@ -328,7 +345,8 @@ class EventLog:
                 msg = await self._retry(get)
             except nats.js.errors.NotFoundError:
                 return stored
-            stored.append((int(msg.seq or 0), checked_event(str(msg.subject), msg.data or b"")))
+            seq = int(msg.seq or 0)
+            stored.append((seq, screen.read(seq, str(msg.subject), msg.data or b"")))
             seq = int(msg.seq or 0) + 1
 
     async def replay(
@@ -339,13 +357,18 @@ class EventLog:
         upto: int | None = None,
         stream: str = EVENTS_STREAM,
         batch: int = 1000,
+        screen: Screen | None = None,
     ) -> AsyncGenerator[Stored, None]:
-        """Events from `from_seq` up to the stream's end now (or `upto`), in order, then stop."""
+        """Events from `from_seq` up to the stream's end now (or `upto`), in order, then stop.
+
+        `screen` is the reader's (kz_events.screen), kept across its replays and follows so a
+        repeat is found across them; without one, this call screens on its own."""
+        screen = screen or Screen("replay")
         batches = self._batches(from_seq, subject_filter, upto, stream, batch)
         async with contextlib.aclosing(batches):
             async for records in batches:
                 for seq, subject, data in records:
-                    yield seq, checked_event(subject, data)
+                    yield seq, screen.read(seq, subject, data)
 
     async def replay_raw(
         self,
@@ -391,19 +414,22 @@ class EventLog:
         *,
         stream: str = EVENTS_STREAM,
         stall_check_s: float = 5.0,
+        screen: Screen | None = None,
     ) -> AsyncGenerator[Stored, None]:
-        """Follow the log from `from_seq` forever (an ordered consumer); cancel to stop.
+        """Follow the log from `from_seq` forever (an ordered consumer), screened as `replay`
+        is; cancel to stop.
 
         When nothing arrives for `stall_check_s` while the stream holds a later matching
         event, the consumer is replaced from the next sequence: an ordered consumer made on
         a node that is rejoining a cluster can stay silent, heartbeats and all.
         """
+        screen = screen or Screen("follow", repeats=stream != LIVE_STREAM)
         records = self.subscribe_raw(
             subject_filter, from_seq, stream=stream, stall_check_s=stall_check_s
         )
         async with contextlib.aclosing(records):
             async for seq, subject, data in records:
-                yield seq, checked_event(subject, data)
+                yield seq, screen.read(seq, subject, data)
 
     async def subscribe_raw(
         self,
@@ -472,7 +498,10 @@ class EventLog:
         """Create (or update) the durable pull consumer that every runner of `arch` shares.
 
         `lease_s` is the ack wait: a task whose runner stops heartbeating (`in_progress`) is
-        redelivered after it; `max_attempts` bounds deliveries. Returns the consumer's name.
+        redelivered after it. Deliveries are not bounded: the log counts the attempts (its
+        `claimed` events, up to the submission's `max_attempts`), and a delivery counter, which
+        restarts when the server loses consumer state, must not drop a task that never ended;
+        `max_attempts` is kept for callers. Returns the consumer's name.
         """
         name = consumer_name(arch)
         config = ConsumerConfig(
@@ -482,7 +511,7 @@ class EventLog:
             deliver_policy=DeliverPolicy.ALL,
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=lease_s,
-            max_deliver=max_attempts,
+            max_deliver=-1,
             max_ack_pending=10_000,
         )
         await self._retry(functools.partial(self.js.add_consumer, EVENTS_STREAM, config))

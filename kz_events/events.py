@@ -302,10 +302,16 @@ class RunnerHeartbeat(_RunnerBase, frozen=True, kw_only=True, tag="runner_heartb
 
 
 class UnknownEvent(msgspec.Struct, frozen=True):
-    """An event whose type this build does not know: kept whole, surfaced to the caller."""
+    """An event whose type this build does not know: kept whole, surfaced to the caller.
+
+    Stored messages that no fold may apply come back as one too, with `skipped` saying why
+    (`undecodable`, `misfiled`, `repeated`; see `kz_events.screen`) and `reason` in words.
+    """
 
     type: str
     raw: bytes
+    skipped: str = ""
+    reason: str = ""
 
 
 SubmissionEvent = (
@@ -400,19 +406,35 @@ def subject_of(event: Event) -> str:
 
 
 def checked_event(subject: str, data: bytes) -> Event | UnknownEvent:
-    """Decode an event read from `subject`, refusing one whose body does not belong there.
+    """Decode an event read from `subject`; never raises: what no fold may apply comes back as
+    an `UnknownEvent` with `skipped` set.
 
-    Permissions are granted per subject, so a writer allowed one subject could put another
-    event type's body on it; such a body comes back as `UnknownEvent` ("misfiled:<type>")
-    and no fold applies it.
+    A body that does not decode (`{}`, garbage, a known type missing fields, a time without a
+    zone) is `undecodable`. Permissions are granted per subject, so a writer allowed one
+    subject could put another event type's body on it; such a body is `misfiled`
+    ("misfiled:<type>").
     """
-    event = decode_event(data)
+    try:
+        event = decode_event(data)
+    except (msgspec.MsgspecError, UnknownEventType) as exc:
+        return UnknownEvent(
+            type="undecodable", raw=data, skipped="undecodable", reason=str(exc)[:300]
+        )
     if isinstance(event, UnknownEvent):
         return event
+    if event.occurred_at.tzinfo is None:
+        return UnknownEvent(
+            type="undecodable", raw=data, skipped="undecodable",
+            reason=f"a {event.type} event whose occurred_at has no time zone",
+        )
     try:
         expected = subject_of(event)
     except (ValueError, InvalidKernelId):
         expected = ""
     if expected != subject:
-        return UnknownEvent(type=f"misfiled:{event.type}", raw=data)
+        return UnknownEvent(
+            type=f"misfiled:{event.type}", raw=data, skipped="misfiled",
+            reason=f"a {event.type} event stored under {subject}; it belongs under "
+            f"{expected or 'no valid subject'}",
+        )
     return event

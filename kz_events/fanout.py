@@ -18,6 +18,7 @@ from typing import Protocol
 from kz_events.eventlog import EventLog, Stored
 from kz_events.events import Event, UnknownEvent, checked_event
 from kz_events.reader import Record
+from kz_events.screen import Screen
 
 __all__ = ["Follower", "RawFollower", "SharedFollow"]
 
@@ -28,7 +29,9 @@ _Item = tuple[Record, Event | UnknownEvent | None]
 class Follower(Protocol):
     """What a projection needs to follow the log: `EventLog` itself, or a `SharedFollow`."""
 
-    def subscribe(self, *, from_seq: int) -> AsyncGenerator[Stored, None]: ...
+    def subscribe(
+        self, *, from_seq: int, screen: Screen | None = None
+    ) -> AsyncGenerator[Stored, None]: ...
 
 
 class RawFollower(Protocol):
@@ -48,12 +51,16 @@ class SharedFollow:
         self._next = 1  # the sequence the shared follow hands out next
         self._pump: asyncio.Task[None] | None = None
 
-    async def subscribe(self, *, from_seq: int) -> AsyncGenerator[Stored, None]:
-        """Every event from `from_seq` on, decoded, in order, forever; stop by closing the
-        iterator."""
+    async def subscribe(
+        self, *, from_seq: int, screen: Screen | None = None
+    ) -> AsyncGenerator[Stored, None]:
+        """Every event from `from_seq` on, decoded and passed through the reader's `screen`
+        (kz_events.screen), in order, forever; stop by closing the iterator."""
+        screen = screen or Screen("follow")
         async with contextlib.aclosing(self._follow(from_seq)) as items:
             async for (seq, subject, data), event in items:
-                yield seq, event if event is not None else checked_event(subject, data)
+                decoded = event if event is not None else checked_event(subject, data)
+                yield seq, screen.admit(seq, decoded, subject)
 
     async def subscribe_raw(self, *, from_seq: int) -> AsyncGenerator[Record, None]:
         """Every event from `from_seq` on as stored, in order, forever."""

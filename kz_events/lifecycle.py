@@ -62,6 +62,7 @@ __all__ = [
     "evolve_lease",
     "fold",
     "fold_lease",
+    "lease_lapsed",
     "suspect_reasons",
 ]
 
@@ -110,6 +111,8 @@ class SubmissionState(msgspec.Struct, frozen=True, kw_only=True):
     version: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    claimed_at: datetime | None = None  # when the current claim was made
+    first_claimed_at: datetime | None = None
 
 
 class MetricSpec(msgspec.Struct, frozen=True):
@@ -140,10 +143,17 @@ class Submit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):
+    """Take the task. `attempt` is the next one the log counts (`state.attempt + 1`), never a
+    delivery counter, which restarts when the server loses its consumer state. With `lease_s`,
+    a claim of a running task needs its current lease to have lapsed: no claim or heartbeat
+    (`holder_seen_at`, the newest heartbeat of the current lease) within `lease_s`."""
+
     meta: EventMeta
     runner_id: str
     lease_id: str
     attempt: int
+    holder_seen_at: datetime | None = None
+    lease_s: float = 0.0
 
 
 class ReportResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -272,6 +282,14 @@ def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
             "stale_lease",
             f"attempt {cmd.attempt} is not newer than the current attempt {state.attempt}",
         )
+    if state.status is Status.RUNNING and not lease_lapsed(
+        state, cmd.holder_seen_at, cmd.meta.occurred_at, cmd.lease_s
+    ):
+        raise _refuse(
+            "stale_lease",
+            f"runner {state.runner_id} holds a live lease on attempt {state.attempt}",
+            why="lease_live",
+        )
     if cmd.attempt > state.max_attempts:
         raise _refuse("attempts_exhausted", f"attempt {cmd.attempt} > {state.max_attempts}")
     return [
@@ -282,6 +300,22 @@ def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
             lease_id=cmd.lease_id,
         )
     ]
+
+
+def lease_lapsed(
+    state: SubmissionState, holder_seen_at: datetime | None, now: datetime, lease_s: float
+) -> bool:
+    """Whether the current claim showed no sign of life (its claim, or `holder_seen_at`, the
+    newest heartbeat of its lease) for longer than `lease_s` at `now`; a lease of 0 s always
+    has. Only a running submission holds a lease."""
+    if state.status is not Status.RUNNING:
+        return False
+    if lease_s <= 0:
+        return True
+    signs = [t for t in (state.claimed_at, holder_seen_at) if t is not None]
+    if not signs:
+        return True
+    return (now - max(signs)).total_seconds() > lease_s
 
 
 def _check_lease(state: SubmissionState, runner_id: str, lease_id: str) -> None:
@@ -519,6 +553,8 @@ def _changes(
                 "result_seq": None,
                 "outcome": None,
                 "result": None,
+                "claimed_at": event.occurred_at,
+                "first_claimed_at": state.first_claimed_at or event.occurred_at,
             }
         case SubmissionResult():
             return {"result_seq": seq, "outcome": event.outcome, "result": event.result}
@@ -558,9 +594,14 @@ def _changes(
 
 
 def fold(events: Iterable[tuple[int, Event | UnknownEvent]]) -> SubmissionState:
+    """One aggregate's state from its events. A skipped message (kz_events.screen) changes
+    nothing but `version`: it is the aggregate's newest sequence, which the next append's
+    concurrency check names."""
     state = SubmissionState()
     for seq, event in events:
         state = evolve(state, event, seq)
+        if seq > state.version:
+            state = msgspec.structs.replace(state, version=seq)
     return state
 
 

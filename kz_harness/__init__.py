@@ -9,7 +9,7 @@ from __future__ import annotations
 from kz_harness.checks import TOLERANCES, Check, compare, tolerance_for
 from kz_harness.errors import HarnessError, HarnessUnavailable
 from kz_harness.gpu import bench_gpu
-from kz_harness.judge import Benchmark, Output, Timing, Workload
+from kz_harness.judge import Benchmark, CandidateFailed, Output, Timing, Workload, call_once
 from kz_harness.result import RESULT_FD_ENV, build_result, write_result
 from kz_harness.stats import Stats, below_physical_floor, percentile, physical_floor, tie
 from kz_harness.timing import CacheFlusher, bench_cpu, sample_adaptively
@@ -21,6 +21,7 @@ __all__ = [
     "TOLERANCES",
     "Benchmark",
     "CacheFlusher",
+    "CandidateFailed",
     "Check",
     "HarnessError",
     "HarnessUnavailable",
@@ -33,6 +34,7 @@ __all__ = [
     "bench_cpu",
     "bench_gpu",
     "build_result",
+    "call_once",
     "compare",
     "geomean",
     "percentile",

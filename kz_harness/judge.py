@@ -55,6 +55,7 @@ __all__ = [
     "Output",
     "Timing",
     "Workload",
+    "call_once",
 ]
 
 CONTROL_FD_ENV = "KZ_CONTROL_FD"
@@ -189,6 +190,37 @@ class Control:
 
     def kill(self, link: Link) -> None:
         self._ask(Op.KILL, {"worker": link.worker})
+
+
+def call_once(entry: str, inputs: Sequence[Any], output: Output) -> Any:
+    """Start a candidate worker, call `entry` once on `inputs` and return a copy of its output.
+
+    For judges that must ask the candidate something outside a timed run (a probe, a test
+    board); a `Benchmark` never needs it. Raises `CandidateFailed` when the call fails.
+    """
+    np = _numpy()
+    try:
+        control = Control(Channel.from_fd(int(os.environ[CONTROL_FD_ENV])))
+    except (KeyError, ValueError) as exc:
+        raise HarnessError(f"no control channel: run under a runner ({CONTROL_FD_ENV})") from exc
+    arrays = [np.ascontiguousarray(a) for a in inputs]
+    dtype = np.dtype(output.dtype)
+    layout = make_slot(
+        [(str(a.dtype), a.shape, a.itemsize) for a in arrays],
+        (dtype.name, tuple(output.shape), dtype.itemsize),
+    )
+    slots = _SlotSet(np, layout, 1)
+    try:
+        link = control.spawn("candidate")
+        link.request(Op.LOAD, {"entry": entry, "path": "src"})
+        link.request(Op.SLOTS, {"slots": [layout.to_dict()]}, slots.fds)
+        for view, array in zip(slots.inputs[0], arrays, strict=True):
+            view[...] = array
+        _poison(np, slots.outputs[0])
+        link.call(0)
+        return slots.outputs[0].copy()
+    finally:
+        slots.close()
 
 
 class _SlotSet:

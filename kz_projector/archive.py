@@ -8,6 +8,7 @@ kernel repo carries the whole log. Each batch is one commit and one compare-and-
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import BaseRepo
 
+from kz_events.errors import KzError
 from kz_events.eventlog import EventLog, take
 from kz_events.events import decode_event
 from kz_events.fanout import RawFollower
@@ -38,21 +40,43 @@ SEGMENT_SIZE = 1000
 
 class _Line(msgspec.Struct):
     seq: int
-    event: msgspec.Raw
+    event: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
+    raw: str | None = None  # base64 of a stored message that is not one line of JSON
 
 
 RawStored = tuple[int, bytes]
 """An event as the stream stores it: its sequence and its exact bytes."""
 
 
+def _one_json_line(raw: bytes) -> bool:
+    if b"\n" in raw or b"\r" in raw:
+        return False
+    try:
+        msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
 def archive_line(seq: int, raw: bytes) -> bytes:
-    return b'{"seq":%d,"event":%s}\n' % (seq, raw)
+    """The archive keeps every stored message as it is; one that is not a line of JSON (an
+    undecodable message someone stored) goes in base64 so the line stays JSON."""
+    if _one_json_line(raw):
+        return b'{"seq":%d,"event":%s}\n' % (seq, raw)
+    return b'{"seq":%d,"raw":"%s"}\n' % (seq, base64.b64encode(raw))
 
 
-def _when(raw: bytes) -> datetime:
-    event = decode_event(raw)
-    moment = getattr(event, "occurred_at", None)
-    return moment if isinstance(moment, datetime) else datetime(1970, 1, 1, tzinfo=UTC)
+def _when(raws: list[bytes]) -> datetime:
+    """The commit time of a batch: its newest event's time that decodes (the archive keeps
+    every message, an undecodable one too; see kz_events.screen)."""
+    for raw in reversed(raws):
+        try:
+            moment = getattr(decode_event(raw), "occurred_at", None)
+        except (msgspec.MsgspecError, KzError):
+            continue
+        if isinstance(moment, datetime) and moment.tzinfo is not None:
+            return moment
+    return datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def segment_name(seq: int, size: int = SEGMENT_SIZE) -> str:
@@ -136,7 +160,8 @@ class Archive:
             assert isinstance(blob, Blob)
             for raw in blob.data.splitlines():
                 line = msgspec.json.decode(raw, type=_Line)
-                yield item.path.decode(), line.seq, bytes(line.event)
+                stored = base64.b64decode(line.raw) if line.raw is not None else bytes(line.event)
+                yield item.path.decode(), line.seq, stored
 
 
 class ArchiveProjector:
@@ -152,7 +177,7 @@ class ArchiveProjector:
 
     def _flush(self, pending: list[RawStored]) -> None:
         if pending:
-            self.archive.append(pending, _when(pending[-1][1]))
+            self.archive.append(pending, _when([raw for _, raw in pending]))
             pending.clear()
 
     async def catch_up(self) -> int:

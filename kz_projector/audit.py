@@ -2,7 +2,9 @@
 
 The log comes from the stream, or from the archive ref of a clone alone. The report lists every
 divergence: main's head, each `committed` event's commits, each kernel's scoreboard, index.json,
-and the stream against the archive (a lost event or segment on either side).
+the stream against the archive (a lost event or segment on either side), and submissions claimed
+longer ago than their time limit that never ended. It also lists every stored message the
+readers skip (kz_events.screen), read by the same rule they use.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from dulwich.repo import BaseRepo
 
 from kz_events.config import Settings
 from kz_events.eventlog import EventLog, Stored
-from kz_events.events import SubmissionCommitted, decode_event
+from kz_events.events import SubmissionCommitted
+from kz_events.lifecycle import OPEN, Status, SubmissionState, evolve
+from kz_events.screen import Screen
 from kz_package.archive import PACKAGE_DIR
 from kz_projector.archive import Archive
 from kz_projector.errors import HistoryDiverged
@@ -31,6 +35,7 @@ from kz_projector.index_writer import fold_events, write_atomic
 from kz_projector.packages import GitPackages, ObjectStorePackages, PackageSource
 from kz_projector.repo_read import KernelRepo
 from kz_projector.scoreboard import iso
+from kz_projector.sweeper import open_limit_s
 
 __all__ = ["AuditReport", "run_audit"]
 
@@ -49,6 +54,8 @@ class AuditReport:
     kernels_compared: int = 0
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    open_too_long: list[dict[str, Any]] = field(default_factory=list)
 
     def problem(self, text: str) -> None:
         self.ok = False
@@ -66,12 +73,23 @@ class AuditReport:
                f"  compared: {self.results_compared} results, {self.kernels_compared} kernels"]
         out += [f"  DIVERGENCE: {p}" for p in self.problems]
         out += [f"  note: {n}" for n in self.notes]
+        if self.skipped:
+            kinds = sorted({s["kind"] for s in self.skipped})
+            counts = ", ".join(f"{sum(s['kind'] == k for s in self.skipped)} {k}" for k in kinds)
+            out.append(f"  skipped by every reader: {len(self.skipped)} stored messages ({counts})")
+            out += [f"    seq {s['seq']} {s['subject'] or '(subject not archived)'}: "
+                    f"{s['kind']}: {s['reason']}" for s in self.skipped[:SKIPPED_SHOWN]]
+            if len(self.skipped) > SKIPPED_SHOWN:
+                out.append(f"    … {len(self.skipped) - SKIPPED_SHOWN} more (--json lists all)")
         return out
 
 
-async def _archive_events(archive: Archive) -> AsyncIterator[Stored]:
+SKIPPED_SHOWN = 20
+
+
+async def _archive_events(archive: Archive, screen: Screen) -> AsyncIterator[Stored]:
     for _, seq, raw in archive.lines():
-        yield seq, decode_event(raw)
+        yield seq, screen.read_unfiled(seq, raw)
 
 
 class _Replay:
@@ -89,8 +107,20 @@ class _Replay:
         self.applied: dict[str, Applied] = {}
         self.committed: list[SubmissionCommitted] = []
         self.log_seq = 0
+        self.open: dict[str, SubmissionState] = {}
+
+    def _track(self, seq: int, event: Any) -> None:
+        sid = getattr(event, "submission_id", None)
+        if sid is None or getattr(event, "aggregate", "") != "submission":
+            return
+        state = evolve(self.open.get(sid, SubmissionState()), event, seq)
+        if state.status in OPEN:
+            self.open[sid] = state
+        else:
+            self.open.pop(sid, None)
 
     async def feed(self, seq: int, event: Any) -> None:
+        self._track(seq, event)
         applied = await self.fold.apply(seq, event)
         if applied is not None and applied.submission_id is not None and applied.announce:
             self.applied[applied.submission_id] = applied
@@ -182,6 +212,28 @@ def _compare_archive(
             report.notes.append(f"archive is {len(missing)} events behind the stream")
 
 
+def _report_open(replay: _Replay, settings: Settings, now: datetime, report: AuditReport) -> None:
+    """Submissions still open past their time limit: claimed ones never ended (a problem),
+    queued ones wait for a runner of their architecture (a note)."""
+    for sid, state in sorted(replay.open.items()):
+        limit = open_limit_s(state.max_attempts, settings.task_timeout_s, settings.lease_s)
+        since = state.first_claimed_at if state.status is Status.RUNNING else state.created_at
+        if since is None or (now - since).total_seconds() <= limit:
+            continue
+        age = (now - since).total_seconds()
+        report.open_too_long.append({"submission_id": sid, "kernel_id": state.kernel_id,
+                                     "status": str(state.status), "attempt": state.attempt,
+                                     "since": iso(since), "open_s": round(age),
+                                     "limit_s": round(limit)})
+        if state.status is Status.RUNNING:
+            report.problem(f"submission {sid} is running since its first claim at {iso(since)} "
+                           f"({age:.0f} s, attempt {state.attempt}), past its time limit of "
+                           f"{limit:.0f} s: it never ended")
+        else:
+            report.notes.append(f"submission {sid} has been queued since {iso(since)} "
+                                f"({age:.0f} s), past {limit:.0f} s: no runner took it")
+
+
 def _index_seq(path: Path) -> tuple[int | None, bytes | None]:
     if not path.is_file():
         return None, None
@@ -207,15 +259,17 @@ async def run_audit(
     index_seq, live_index = (None, None) if from_archive else _index_seq(
         settings.effective_index_path)
     archive = Archive(live, service_person(settings))
+    screen = Screen("audit", keep=None)
     if from_archive is not None:
         packages: PackageSource = GitPackages(live)
-        events = _archive_events(archive)
+        events = _archive_events(archive, screen)
         stream = None
     else:
         assert elog is not None
         packages = ObjectStorePackages(elog)
-        stream = {seq: raw async for seq, _, raw in elog.replay_raw()}
-        events = _iter(stream)
+        records = [record async for record in elog.replay_raw()]
+        stream = {seq: raw for seq, _, raw in records}
+        events = _iter(records, screen)
     replay = _Replay(packages, settings, live_seq, index_seq)
     try:
         async for seq, event in events:
@@ -233,12 +287,15 @@ async def run_audit(
     _compare_results(replay, live, report)
     _compare_boards(replay, live, report)
     _compare_archive(stream, archive, report)
+    _report_open(replay, settings, clock(), report)
+    report.skipped = [{"seq": s.seq, "subject": s.subject, "kind": s.kind, "reason": s.reason}
+                      for s in screen.recent]
     if live_index is not None and replay.index_at != live_index:
         report.problem(f"index.json (log_seq {index_seq}) differs from the replay's")
     write_atomic(settings.data_dir / "audit.json", report.to_json())
     return report
 
 
-async def _iter(stream: dict[int, bytes]) -> AsyncIterator[Stored]:
-    for seq, raw in stream.items():
-        yield seq, decode_event(raw)
+async def _iter(records: list[tuple[int, str, bytes]], screen: Screen) -> AsyncIterator[Stored]:
+    for seq, subject, raw in records:
+        yield seq, screen.read(seq, subject, raw)

@@ -26,6 +26,7 @@ from kz_events.events import Event, EventMeta, SubmissionAccepted, UnknownEvent
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decide, evolve, fold
+from kz_events.screen import Screen
 from kz_events.subjects import aggregate_filter
 from kz_projector.errors import BranchMoved
 from kz_projector.gitfold import Applied, GitFold
@@ -89,6 +90,7 @@ class GitProjector:
         self.unflushed: list[Applied] = []
         self.batch = batch
         self.judges: dict[str, FileMap] = {}  # kernel id → the judge files stored last
+        self.screen = Screen("git projector")  # what it skips; a new one per fold from the start
 
     @property
     def position(self) -> int:
@@ -107,9 +109,10 @@ class GitProjector:
         self.fold = GitFold(repo, self.packages, service_person(self.settings))
         self.subs = {}
         self.unflushed = []
+        self.screen = Screen("git projector")
         upto = self.fold.resume_seq
         if upto > 0:
-            async for seq, event in self.elog.replay(1, upto=upto):
+            async for seq, event in self.elog.replay(1, upto=upto, screen=self.screen):
                 self._track(seq, event)
                 await self.fold.apply(seq, event)
         self.fold.position = upto
@@ -166,7 +169,7 @@ class GitProjector:
         """Fold every event now in the log (starting if needed); returns the position."""
         if self.fold is None:
             await self.start()
-        async for seq, event in self.elog.replay(self.position + 1):
+        async for seq, event in self.elog.replay(self.position + 1, screen=self.screen):
             await self.handle(seq, event)
         await self.flush()
         return self.position
@@ -191,7 +194,8 @@ class GitProjector:
         scanned = 0  # how many at the front of the buffer were offered to read ahead
 
         async def pump() -> None:
-            async for item in self.follow.subscribe(from_seq=self.position + 1):
+            follow = self.follow.subscribe(from_seq=self.position + 1, screen=self.screen)
+            async for item in follow:
                 buffer.append(item)
                 arrived.set()
                 if len(buffer) >= BUFFERED:

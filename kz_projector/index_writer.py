@@ -16,6 +16,7 @@ from pathlib import Path
 from kz_events.eventlog import EventLog, Stored, take
 from kz_events.events import PackageSummary
 from kz_events.fanout import Follower
+from kz_events.screen import Screen
 from kz_projector.errors import PackageUnavailable
 from kz_projector.index import (
     IndexState,
@@ -97,6 +98,7 @@ class IndexProjector:
         self.debounce_s = debounce_s
         self.state = IndexState()
         self.written_seq = -1
+        self.screen = Screen("index")  # what it skips (kz_events.screen)
 
     async def fold(self, seq: int, event: object) -> None:
         await fold_events(self.state, _one(seq, event), self.packages)
@@ -119,7 +121,7 @@ class IndexProjector:
 
     async def catch_up(self) -> int:
         self.state = await fold_events(
-            self.state, self.elog.replay(self.state.log_seq + 1), self.packages
+            self.state, self.elog.replay(self.state.log_seq + 1, screen=self.screen), self.packages
         )
         self.flush()
         return self.state.log_seq
@@ -129,7 +131,8 @@ class IndexProjector:
         queue: asyncio.Queue[Stored] = asyncio.Queue(maxsize=10_000)
 
         async def pump() -> None:
-            async for item in self.follow.subscribe(from_seq=self.state.log_seq + 1):
+            follow = self.follow.subscribe(from_seq=self.state.log_seq + 1, screen=self.screen)
+            async for item in follow:
                 await queue.put(item)
 
         task = asyncio.create_task(pump())

@@ -42,6 +42,7 @@ from kz_events.lifecycle import (
     fold,
     suspect_reasons,
 )
+from kz_events.screen import Screen
 from kz_events.subjects import JUDGES_BUCKET, aggregate_filter, judge_key
 from kz_package.errors import PackageError
 from kz_projector.errors import PackageUnavailable
@@ -92,6 +93,7 @@ class Referee:
         self.subs: dict[str, SubmissionState] = {}
         self.results: dict[str, tuple[int, SubmissionResult]] = {}
         self.position = 0
+        self.screen = Screen("referee")  # what it skips (kz_events.screen)
 
     def track(self, seq: int, event: Event | UnknownEvent) -> None:
         self.position = max(self.position, seq)
@@ -117,7 +119,7 @@ class Referee:
 
     async def catch_up(self) -> int:
         """Fold the log to its end, then judge every pending result; returns the position."""
-        async for seq, event in self.elog.replay(self.position + 1):
+        async for seq, event in self.elog.replay(self.position + 1, screen=self.screen):
             self.track(seq, event)
         for _, sid in self.pending():
             await self.judge(sid)
@@ -139,7 +141,9 @@ class Referee:
 
         try:
             async with asyncio.TaskGroup() as group:
-                async for seq, event in self.follow.subscribe(from_seq=self.position + 1):
+                async for seq, event in self.follow.subscribe(
+                    from_seq=self.position + 1, screen=self.screen
+                ):
                     self.track(seq, event)
                     if isinstance(event, SubmissionResult):
                         await slots.acquire()

@@ -60,6 +60,7 @@ class Projectors:
         self.archive = ArchiveProjector(elog, Archive(self.repo, service_person(settings)),
                                         follow=follow)
         self.sweeper = Sweeper(elog, lease_s=settings.lease_s, grace_s=settings.lease_s,
+                               task_timeout_s=settings.task_timeout_s,
                                clock=clock, new_id=_new_id, follow=follow)
 
     def close(self) -> None:

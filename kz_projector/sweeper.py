@@ -1,8 +1,15 @@
-"""The sweeper: a task whose runner was lost ends as `failed` with code `runner_lost`.
+"""The sweeper: every claimed submission ends, whatever happens to its runner or the server.
 
-Lost means: its last attempt is running and no heartbeat came for longer than the lease plus a
-grace (or none since the claim), or JetStream reports that its message ran out of deliveries.
-`lost_tasks` is the pure rule; the shell brings the clock and the heartbeats.
+A running task's lease has lapsed when no claim or heartbeat of it came for longer than the lease
+plus a grace. Such a task on its last attempt ends `failed` (`runner_lost`). One with attempts left
+is re-queued by JetStream: runners ack a task message only once its submission has ended (or
+their result is stored), so the message is still held and is delivered again after its ack
+wait, and the next claim is the attempt the log counts next. Where the consumer no longer holds
+it (its ack floor passed the message, or it ran out of deliveries) nothing would offer it again,
+so it ends `failed` (`runner_lost`) too. Whatever else happens, a submission still running without
+a result longer than its time limit after its first claim (`open_limit_s`) ends `failed`
+(`timed_out`); one with a result waits for the referee.
+`endings` is the pure rule; the shell brings the clock, the heartbeats and the consumer's state.
 """
 
 from __future__ import annotations
@@ -11,25 +18,42 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+import nats.errors
+import nats.js.errors
 from nats.aio.msg import Msg
 
-from kz_events.errors import ConcurrencyConflict, RuleViolation
+from kz_events.errors import ConcurrencyConflict, LogUnavailable, RuleViolation
 from kz_events.eventlog import EventLog
-from kz_events.events import Event, EventMeta, SubmissionClaimed, UnknownEvent, decode_event
+from kz_events.events import (
+    Event,
+    EventMeta,
+    SubmissionSubmitted,
+    UnknownEvent,
+    checked_event,
+)
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Fail, Status, SubmissionState, decide, evolve, fold
-from kz_events.subjects import EVENTS_STREAM, aggregate_filter, live_subject
+from kz_events.screen import Screen
+from kz_events.subjects import EVENTS_STREAM, aggregate_filter, consumer_name, live_subject
 
-__all__ = ["ADVISORY_SUBJECT", "OpenTask", "Sweeper", "lost_tasks"]
+__all__ = ["ADVISORY_SUBJECT", "Ending", "OpenTask", "Sweeper", "endings", "lost_tasks",
+           "open_limit_s"]
 
 log = logging.getLogger(__name__)
 
 ADVISORY_SUBJECT = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{EVENTS_STREAM}.*"
+
+
+def open_limit_s(max_attempts: int, task_timeout_s: float, lease_s: float) -> float:
+    """The longest a claimed submission can rightly stay open: each attempt may run to the task
+    time limit, with a lease to notice a lost runner and a lease to redeliver around each."""
+    return max(1, max_attempts) * (task_timeout_s + 2 * lease_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +62,63 @@ class OpenTask:
     attempt: int
     max_attempts: int
     claimed_at: datetime
+    first_claimed_at: datetime | None = None
+    has_result: bool = False  # the referee judges it; its runner is done
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """A task the sweeper ends, with the `failed` event's code and reason."""
+
+    submission_id: str
+    code: str
+    reason: str
+
+
+def _ending(
+    task: OpenTask, beat: datetime | None, now: datetime, lease_s: float, grace_s: float,
+    limit_s: float, gone: bool,
+) -> Ending | None:
+    if task.has_result:
+        return None  # the referee judges it (and the projector restarts a stalled referee)
+    first = task.first_claimed_at or task.claimed_at
+    open_s = (now - first).total_seconds()
+    if open_s > limit_s:
+        return Ending(task.submission_id, "timed_out",
+                      f"open {open_s:.0f} s since its first claim, past its limit of "
+                      f"{limit_s:.0f} s")
+    quiet = now - max(task.claimed_at, beat or task.claimed_at)
+    if quiet <= timedelta(seconds=lease_s + grace_s):
+        return None
+    if task.attempt >= task.max_attempts:
+        return Ending(task.submission_id, "runner_lost",
+                      f"the runner of its last attempt ({task.attempt}) stopped heartbeating "
+                      "past its lease")
+    if gone:
+        return Ending(task.submission_id, "runner_lost",
+                      f"the runner of attempt {task.attempt} stopped heartbeating past its lease "
+                      "and the task queue no longer holds it")
+    return None  # re-queued: JetStream delivers the held message again
+
+
+def endings(
+    tasks: Iterable[OpenTask],
+    beats: Mapping[str, datetime | None],
+    now: datetime,
+    lease_s: float,
+    grace_s: float,
+    *,
+    limit_s: float = math.inf,
+    gone: Collection[str] = (),
+) -> list[Ending]:
+    """The running tasks the sweeper ends now, by submission id. `beats` holds the newest
+    heartbeat of each task; `gone`, the tasks whose message the queue no longer holds."""
+    found = [
+        _ending(task, beats.get(task.submission_id), now, lease_s, grace_s, limit_s,
+                task.submission_id in gone)
+        for task in tasks
+    ]
+    return sorted((e for e in found if e is not None), key=lambda e: e.submission_id)
 
 
 def lost_tasks(
@@ -46,21 +127,14 @@ def lost_tasks(
     now: datetime,
     lease_s: float,
     grace_s: float,
+    **rule: object,
 ) -> list[str]:
-    """Ids of running tasks on their last attempt whose runner went quiet past lease + grace."""
-    limit = timedelta(seconds=lease_s + grace_s)
-    lost = []
-    for task in tasks:
-        if task.attempt < task.max_attempts:
-            continue  # JetStream redelivers it to another runner
-        last = max(task.claimed_at, beats.get(task.submission_id) or task.claimed_at)
-        if now - last > limit:
-            lost.append(task.submission_id)
-    return sorted(lost)
+    """Ids of the tasks `endings` ends."""
+    return [e.submission_id for e in endings(tasks, beats, now, lease_s, grace_s, **rule)]  # type: ignore[arg-type]
 
 
 class Sweeper:
-    """Follows open submissions; fails the lost ones through `decide(Fail)`."""
+    """Follows open submissions; ends the lapsed and overdue ones through `decide(Fail)`."""
 
     def __init__(
         self,
@@ -71,6 +145,7 @@ class Sweeper:
         clock: Callable[[], datetime],
         new_id: Callable[[], str],
         interval_s: float = 1.0,
+        task_timeout_s: float = math.inf,
         actor: str = "sweeper",
         follow: Follower | None = None,
     ) -> None:
@@ -81,10 +156,14 @@ class Sweeper:
         self.clock = clock
         self.new_id = new_id
         self.interval_s = interval_s
+        self.task_timeout_s = task_timeout_s  # bounds how long a claimed task stays open
         self.actor = actor
         self.subs: dict[str, SubmissionState] = {}
-        self.claimed_at: dict[str, datetime] = {}
+        self.submitted_seq: dict[str, int] = {}
+        self.gone: set[str] = set()  # tasks whose message ran out of deliveries
         self.position = 0
+        self.screen = Screen("sweeper")  # what it skips (kz_events.screen)
+        self._floor_failed = False
 
     def track(self, seq: int, event: Event | UnknownEvent) -> None:
         if seq <= self.position:
@@ -94,53 +173,93 @@ class Sweeper:
         if sid is None or getattr(event, "aggregate", "") != "submission":
             return
         state = evolve(self.subs.get(sid, SubmissionState()), event, seq)
-        if isinstance(event, SubmissionClaimed):
-            self.claimed_at[sid] = event.occurred_at
+        if isinstance(event, SubmissionSubmitted):
+            self.submitted_seq.setdefault(sid, seq)
         if state.status in TERMINAL or state.status is Status.ACCEPTED:
             self.subs.pop(sid, None)
-            self.claimed_at.pop(sid, None)
+            self.submitted_seq.pop(sid, None)
+            self.gone.discard(sid)
         else:
             self.subs[sid] = state
 
     async def catch_up(self) -> None:
-        async for seq, event in self.elog.replay(self.position + 1):
+        async for seq, event in self.elog.replay(self.position + 1, screen=self.screen):
             self.track(seq, event)
 
     async def sweep(self) -> list[str]:
-        """One pass over the log as it is now: fail every lost task; returns the ids failed."""
+        """One pass over the log as it is now: end every lapsed or overdue task; the ids ended."""
         await self.catch_up()
         return await self._sweep_tracked()
 
-    async def _sweep_tracked(self) -> list[str]:
-        tasks = [
-            OpenTask(sid, s.attempt, s.max_attempts, self.claimed_at[sid])
+    def _open_tasks(self) -> list[OpenTask]:
+        return [
+            OpenTask(sid, s.attempt, s.max_attempts, s.claimed_at, s.first_claimed_at,
+                     s.result_seq is not None)
             for sid, s in self.subs.items()
-            if s.status is Status.RUNNING and sid in self.claimed_at
+            if s.status is Status.RUNNING and s.claimed_at is not None
         ]
-        beats = {t.submission_id: await self._beat(t.submission_id) for t in tasks
-                 if t.attempt >= t.max_attempts}
-        failed = []
-        for sid in lost_tasks(tasks, beats, self.clock(), self.lease_s, self.grace_s):
-            if await self.fail(sid, "the runner stopped heartbeating past its lease"):
-                failed.append(sid)
-        return failed
+
+    async def _sweep_tracked(self) -> list[str]:
+        tasks = self._open_tasks()
+        now = self.clock()
+        quiet = [t for t in tasks if not t.has_result
+                 and now - t.claimed_at > timedelta(seconds=self.lease_s + self.grace_s)]
+        beats = {t.submission_id: await self._beat(t.submission_id) for t in quiet}
+        gone = self.gone | await self._unheld(
+            [t.submission_id for t in quiet if t.attempt < t.max_attempts])
+        ended = []
+        for task in tasks:
+            limit = open_limit_s(task.max_attempts, self.task_timeout_s, self.lease_s)
+            for ending in endings([task], beats, now, self.lease_s, self.grace_s, limit_s=limit,
+                                  gone=gone):
+                if await self.fail(ending.submission_id, ending.reason, code=ending.code):
+                    log.warning("sweeper: %s failed (%s): %s", ending.submission_id, ending.code,
+                                ending.reason)
+                    ended.append(ending.submission_id)
+        return sorted(ended)
 
     async def _beat(self, sid: str) -> datetime | None:
+        """The newest heartbeat of the task's current lease."""
         state = self.subs[sid]
         beat = await self.elog.last_live(
             live_subject("task", KernelId.parse(state.kernel_id).arch, sid)
         )
+        if getattr(beat, "lease_id", None) != state.lease_id:
+            return None
         occurred = getattr(beat, "occurred_at", None)
         return occurred if isinstance(occurred, datetime) else None
 
-    async def fail(self, sid: str, reason: str) -> bool:
+    async def _unheld(self, sids: list[str]) -> set[str]:
+        """Which of `sids` the task consumer of their architecture no longer holds: their
+        `submitted` lies at or below its ack floor, so it was acknowledged. A consumer that
+        does not exist (yet) delivers the whole queue once made, so it holds everything."""
+        by_arch: dict[str, list[str]] = {}
+        for sid in sids:
+            by_arch.setdefault(KernelId.parse(self.subs[sid].kernel_id).arch, []).append(sid)
+        unheld: set[str] = set()
+        for arch, group in by_arch.items():
+            try:
+                info = await self.elog.js.consumer_info(EVENTS_STREAM, consumer_name(arch))
+            except nats.js.errors.NotFoundError:
+                continue
+            except (nats.errors.Error, LogUnavailable, TimeoutError) as exc:
+                if not self._floor_failed:
+                    log.warning("sweeper: cannot read the %s task consumer (%r); lapsed tasks "
+                                "with attempts left wait for their time limit", arch, exc)
+                    self._floor_failed = True
+                continue
+            floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
+            unheld |= {sid for sid in group if self.submitted_seq.get(sid, floor + 1) <= floor}
+        return unheld
+
+    async def fail(self, sid: str, reason: str, *, code: str = "runner_lost") -> bool:
         state = self.subs.get(sid)
         for _ in range(5):
             if state is None:
                 return False
             meta = EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor)
             try:
-                events = decide(state, Fail(meta=meta, code="runner_lost", reason=reason))
+                events = decide(state, Fail(meta=meta, code=code, reason=reason))
                 await self.elog.append(events[0], expect=state.version)
                 return True
             except RuleViolation:
@@ -151,17 +270,19 @@ class Sweeper:
         return False
 
     async def on_advisory(self, msg: Msg) -> None:
-        """A `submitted` message ran out of deliveries: its task is lost."""
+        """A `submitted` message ran out of deliveries: the queue no longer holds its task, so
+        the next pass ends it once its lease has lapsed."""
         seq = int(json.loads(msg.data).get("stream_seq", 0))
         if seq <= 0:
             return
         stored = await self.elog.js.get_msg(EVENTS_STREAM, seq)
-        event = decode_event(stored.data or b"")
+        event = checked_event(str(stored.subject), stored.data or b"")
         sid = getattr(event, "submission_id", None)
         if sid is None:
             return
         await self.catch_up()
-        await self.fail(sid, "the task ran out of delivery attempts")
+        if sid in self.subs:
+            self.gone.add(sid)
 
     async def run(self) -> None:
         """Follow the log and sweep every `interval_s`, until cancelled."""
@@ -180,6 +301,7 @@ class Sweeper:
             await sub.unsubscribe()
 
     async def _track_follow(self) -> None:
-        async with contextlib.aclosing(self.follow.subscribe(from_seq=self.position + 1)) as events:
-            async for seq, event in events:
+        events = self.follow.subscribe(from_seq=self.position + 1, screen=self.screen)
+        async with contextlib.aclosing(events) as followed:
+            async for seq, event in followed:
                 self.track(seq, event)

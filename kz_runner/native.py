@@ -1,7 +1,11 @@
 """The native transport: a runner that talks to NATS directly.
 
-Runners of an architecture share its durable pull consumer; the delivery count is the attempt.
-Claims and results go through the lifecycle rules with the per-aggregate concurrency check.
+Runners of an architecture share its durable pull consumer. The attempt is the one the log
+counts next (its `claimed` events), never the delivery counter, which restarts when the server
+loses consumer state. A delivery is acked only when its submission has ended or this runner's
+result is stored: a delivery for a task whose lease is still live is handed back for later, so
+the queue never drops work that never ended. Claims and results go through the lifecycle rules
+with the per-aggregate concurrency check.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from kz_events.events import (
     RunnerRegistered,
     SubmissionSubmitted,
     TaskHeartbeat,
-    decode_event,
+    checked_event,
 )
 from kz_events.lifecycle import (
+    OPEN,
     Claim,
     Command,
     ReportResult,
@@ -134,48 +139,76 @@ class NativeTransport:
         raise ConcurrencyConflict(f"submission {submission_id} kept changing")
 
     async def _claim(self, msg: Msg) -> Lease | None:
-        """Append `claimed` for this delivery; a task that cannot be claimed is acked away."""
+        """Append `claimed` (the attempt the log counts next) for this delivery.
+
+        A delivery whose submission has ended is acked; one whose submission is open but not
+        claimable now (its lease is live, or its attempts are used up and the sweeper ends it)
+        is handed back with a delay, never acked: it may be the only copy of the task.
+        """
         assert self.info is not None
-        info = self.info
-        submitted = decode_event(msg.data)
+        submitted = checked_event(str(msg.subject), msg.data)
         if not isinstance(submitted, SubmissionSubmitted):
-            await msg.term()
+            await msg.term()  # not a task (an undecodable or misfiled message): never again
             return None
         arch = submitted.kernel.arch
-        attempt = int(msg.metadata.num_delivered)
         lease_id = str(uuid.uuid4())
         # A first delivery usually finds the submission as it was submitted: try that first.
-        first = fold([(int(msg.metadata.sequence.stream), submitted)]) if attempt == 1 else None
-        try:
-            state = await self._append(
-                arch,
-                submitted.submission_id,
-                lambda: Claim(
-                    meta=EventMeta.now(info.runner_id),
-                    runner_id=info.runner_id,
-                    lease_id=lease_id,
-                    attempt=attempt,
-                ),
-                first,
-            )
-        except RuleViolation:
-            await msg.ack()  # finished, cancelled or superseded: nothing to run
-            return None
-        except ConcurrencyConflict:
-            await msg.nak()
+        first = (fold([(int(msg.metadata.sequence.stream), submitted)])
+                 if int(msg.metadata.num_delivered) == 1 else None)
+        state = await self._claim_as(arch, submitted.submission_id, lease_id, first, msg)
+        if state is None:
             return None
         self._claimed[lease_id] = state
         return Lease(
             submission_id=submitted.submission_id,
             kernel_id=submitted.kernel_id,
             arch=arch,
-            attempt=attempt,
+            attempt=state.attempt,
             lease_id=lease_id,
             package_digest=submitted.package_digest,
             package_size=submitted.package_size,
             new_kernel=submitted.new_kernel,
             handle=msg,
         )
+
+    async def _claim_as(
+        self, arch: str, submission_id: str, lease_id: str, guess: SubmissionState | None,
+        msg: Msg,
+    ) -> SubmissionState | None:
+        """The state after this runner's claim, or None once the delivery is settled."""
+        assert self.info is not None
+        for _ in range(5):
+            state = guess if guess is not None else await self._state(arch, submission_id)
+            seen = (await self.log.lease_seen_at(arch, submission_id, state.lease_id)
+                    if guess is None else None)
+            command = Claim(
+                meta=EventMeta.now(self.info.runner_id),
+                runner_id=self.info.runner_id,
+                lease_id=lease_id,
+                attempt=state.attempt + 1,
+                holder_seen_at=seen,
+                lease_s=self.lease_s,
+            )
+            try:
+                event = decide(state, command)[0]
+                seq = await self.log.append(event, expect=state.version)
+            except ConcurrencyConflict:
+                guess = None
+                continue
+            except RuleViolation as refusal:
+                if guess is not None:
+                    guess = None  # decide against the stored aggregate
+                    continue
+                if state.status in OPEN:
+                    log.info("runner: %s not claimable now (%s); handing it back",
+                             submission_id, refusal.message)
+                    await msg.nak(delay=self.lease_s)
+                else:
+                    await msg.ack()  # ended: nothing to run
+                return None
+            return evolve(state, event, seq)
+        await msg.nak()
+        return None
 
     async def heartbeat(self, lease: Lease, phase: str) -> bool:
         assert self.info is not None

@@ -13,11 +13,12 @@ from kz_api.context import Ctx
 from kz_api.errors import ApiError
 from kz_api.index_cache import RenderedIndex, rendered
 from kz_api.metrics import render_metrics
-from kz_api.models import FoldDoc, HealthDoc, NatsDoc, QueueDepth
+from kz_api.models import FoldDoc, HealthDoc, NatsDoc, QueueDepth, SkippedDoc, SkippedEventDoc
 from kz_api.openapi import errors
 from kz_events.errors import LogUnavailable
 from kz_projector.index import render_index
 from kz_projector.index_writer import build_index
+from kz_events.screen import Screen
 
 __all__ = ["SystemController"]
 
@@ -62,6 +63,15 @@ class SystemController(Controller):
     @get("/api/health", responses=errors(), summary="Health, stream position, lags, queues")
     async def health(self, ctx: Ctx) -> HealthDoc:
         log_seq = await _log_seq(ctx)
+def _skipped(screen: Screen) -> SkippedDoc:
+    return SkippedDoc(
+        total=screen.total,
+        by_kind=dict(sorted(screen.counts.items())),
+        recent=[SkippedEventDoc(seq=s.seq, subject=s.subject, kind=s.kind, reason=s.reason)
+                for s in list(screen.recent)[-10:]],
+    )
+
+
         models = ctx.models
         doc = HealthDoc(
             status="ok" if log_seq is not None else "unavailable",
@@ -83,6 +93,7 @@ class SystemController(Controller):
                 "log_unavailable",
                 "the event log (NATS) is unreachable",
                 details=msgspec.to_builtins(doc),
+            skipped_events=_skipped(models.screen),
             )
         return doc
 
@@ -135,3 +146,4 @@ class SystemController(Controller):
             projector_lag=models.awaiting_commit(),
             runners=len(models.runners),
         )
+            skipped=dict(models.screen.counts),

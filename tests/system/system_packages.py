@@ -24,35 +24,43 @@ __all__ = [
     "valid_package",
 ]
 
-# The judge of the `cpu` kernels: a real benchmark run in the sandbox. It reads the verdict the
-# package asks for from src/verdict.json, and writes a valid result document (or fails).
-BENCHMARK = '''"""System-test benchmark: obey src/verdict.json."""
-import json
-import os
+# The judge of the `cpu` kernels: a real judge run in the sandbox. It asks the candidate (in
+# its own worker, as every judge must) which verdict the package wants and sends a valid result
+# document (or fails, or hangs).
+BENCHMARK = '''"""System-test judge: obey the candidate's plan()."""
 import sys
 import time
 
-plan = json.load(open("src/verdict.json"))
-verdict, value = plan["verdict"], float(plan["value"])
+import numpy as np
+
+from kz_harness import Output, call_once, write_result
+
+VERDICTS = ("accept", "reject", "error", "hang")
+plan = call_once("kernel:plan", (np.zeros(1),), Output((2,), "float64"))
+verdict, value = VERDICTS[int(plan[0])], float(plan[1])
 if verdict == "error":
     sys.exit("benchmark error on purpose")
 if verdict == "hang":
     time.sleep(3600)
 stats = {k: value for k in ("median", "mean", "min", "max", "p10", "p90")}
-doc = {
-    "schema_version": 1,
-    "accepted": verdict == "accept",
-    "reason": "system test verdict " + verdict,
-    "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
-    "workloads": [{"name": "tiny", "value": value,
-                   "stats": dict(stats, stdev=0.0, samples=[value])}],
-    "correctness": {"passed": True, "checks": [{"name": "tiny", "max_abs_err": 0.0,
-                    "max_rel_err": 0.0, "atol": 0.0, "rtol": 0.0, "passed": True}]},
-    "environment": {"device": "cpu", "driver": "none", "runtime": "python"},
-}
-with open(os.environ["KZ_RESULT_PATH"], "w") as out:
-    json.dump(doc, out)
+write_result(
+    accepted=verdict == "accept",
+    reason="system test verdict " + verdict,
+    metric={"name": "latency", "unit": "us", "better": "lower", "value": value},
+    workloads=[{"name": "tiny", "value": value, "stats": dict(stats, stdev=0.0, samples=[value])}],
+    checks=[{"name": "tiny", "max_abs_err": 0.0, "max_rel_err": 0.0, "atol": 0.0, "rtol": 0.0,
+             "passed": True}],
+    environment={"device": "cpu", "driver": "none", "runtime": "python"},
+)
 '''
+
+# The candidate of the `cpu` kernels: its plan() tells the judge what to do.
+KERNEL = """import numpy as np
+
+def plan(x):
+    return np.array([{code}, {value!r}])
+"""
+_CODES = {"accept": 0, "reject": 1, "error": 2, "hang": 3, "build_fail": 0}
 
 BUILD = '''"""System-test build step: fail when src/verdict.json asks for it."""
 import json
@@ -100,7 +108,11 @@ def _files(kernel_id: str, verdict: str, value: float) -> dict[str, bytes]:
         workload="tiny",
         benchmark=BENCHMARK,
         build_test_env=BUILD,
-        src={"stub.json": script, "verdict.json": script},
+        src={
+            "stub.json": script,
+            "verdict.json": script,
+            "kernel.py": KERNEL.format(code=_CODES[verdict], value=float(value)),
+        },
         salt=uuid.uuid4().hex,
     )
 

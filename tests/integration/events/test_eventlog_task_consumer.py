@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 async def test_runners_get_their_architecture_s_tasks_with_attempts(
     build: Any, event_log: EventLog
 ) -> None:
-    """An sm90 runner fetches only sm90 tasks; a nak redelivers as the next attempt, up to max."""
+    """An sm90 runner fetches only sm90 tasks; a nak redelivers it, without a bound: the log,
+    not the delivery counter, counts attempts, so no delivery count drops an unfinished task."""
     other = build.submitted(kernel_id="sm80/A/B/fp16/k")
     mine = build.submitted()
     await event_log.append(other)
@@ -34,6 +35,9 @@ async def test_runners_get_their_architecture_s_tasks_with_attempts(
         [again] = await runner.fetch(1, timeout=5)
         assert again.metadata.num_delivered == 2
         await again.nak()
+        [third] = await runner.fetch(1, timeout=5)
+        assert third.metadata.num_delivered == 3 and decode_event(third.data) == mine
+        await third.ack_sync()
         with pytest.raises(nats.errors.TimeoutError):
             await runner.fetch(1, timeout=1)
     finally:
