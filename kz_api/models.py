@@ -42,11 +42,11 @@ __all__ = [
     "ReviewBoardBody",
     "RunnerDoc",
     "RunnerList",
+    "SkippedDoc",
+    "SkippedEventDoc",
     "StatusDoc",
     "SubmissionDetail",
     "SubmissionList",
-    "SkippedDoc",
-    "SkippedEventDoc",
     "SubmitAnswer",
     "SuspectDoc",
     "SuspectReasonDoc",
@@ -337,25 +337,6 @@ class QueueDepth(_Out, frozen=True, kw_only=True):
     running: int
 
 
-class HealthDoc(_Out, frozen=True, kw_only=True):
-    status: Literal["ok", "unavailable"]
-    nats: NatsDoc
-    fold: FoldDoc
-    projector_lag: int
-    queue: dict[str, QueueDepth]
-    runners: int
-
-
-# --- review: boards and suspect results (docs/review.md) -----------------------------------
-
-
-class SuspectReasonDoc(_Out, frozen=True, kw_only=True):
-    source: Literal["tripwire", "runtime"]
-    code: str
-    message: str
-    path: str | None = None
-    line: int | None = None
-
 class SkippedEventDoc(_Out, frozen=True, kw_only=True):
     seq: int
     subject: str
@@ -372,6 +353,26 @@ class SkippedDoc(_Out, frozen=True, kw_only=True):
     recent: list[SkippedEventDoc] = msgspec.field(default_factory=list)
 
 
+class HealthDoc(_Out, frozen=True, kw_only=True):
+    status: Literal["ok", "unavailable"]
+    nats: NatsDoc
+    fold: FoldDoc
+    projector_lag: int
+    queue: dict[str, QueueDepth]
+    runners: int
+    skipped_events: SkippedDoc = msgspec.field(default_factory=SkippedDoc)
+
+
+# --- review: boards and suspect results (docs/review.md) -----------------------------------
+
+
+class SuspectReasonDoc(_Out, frozen=True, kw_only=True):
+    source: Literal["tripwire", "runtime"]
+    code: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+
 
 class SuspectDoc(_Out, frozen=True, kw_only=True):
     """Why a result is marked suspect, and whether a maintainer cleared the mark."""
@@ -379,7 +380,6 @@ class SuspectDoc(_Out, frozen=True, kw_only=True):
     reasons: list[SuspectReasonDoc]
     cleared: bool
     cleared_reason: str | None = None
-    skipped_events: SkippedDoc = msgspec.field(default_factory=SkippedDoc)
 
 
 class ClearSuspectBody(_In, frozen=True, kw_only=True):

@@ -16,9 +16,9 @@ from kz_api.metrics import render_metrics
 from kz_api.models import FoldDoc, HealthDoc, NatsDoc, QueueDepth, SkippedDoc, SkippedEventDoc
 from kz_api.openapi import errors
 from kz_events.errors import LogUnavailable
+from kz_events.screen import Screen
 from kz_projector.index import render_index
 from kz_projector.index_writer import build_index
-from kz_events.screen import Screen
 
 __all__ = ["SystemController"]
 
@@ -56,13 +56,6 @@ def _index_response(
     return Response(index.body, media_type="application/json", headers=headers)
 
 
-class SystemController(Controller):
-    path = "/"
-    tags = ["system"]
-
-    @get("/api/health", responses=errors(), summary="Health, stream position, lags, queues")
-    async def health(self, ctx: Ctx) -> HealthDoc:
-        log_seq = await _log_seq(ctx)
 def _skipped(screen: Screen) -> SkippedDoc:
     return SkippedDoc(
         total=screen.total,
@@ -72,6 +65,13 @@ def _skipped(screen: Screen) -> SkippedDoc:
     )
 
 
+class SystemController(Controller):
+    path = "/"
+    tags = ["system"]
+
+    @get("/api/health", responses=errors(), summary="Health, stream position, lags, queues")
+    async def health(self, ctx: Ctx) -> HealthDoc:
+        log_seq = await _log_seq(ctx)
         models = ctx.models
         doc = HealthDoc(
             status="ok" if log_seq is not None else "unavailable",
@@ -86,6 +86,7 @@ def _skipped(screen: Screen) -> SkippedDoc:
                 a: QueueDepth(queued=q, running=r) for a, (q, r) in models.queue_depth().items()
             },
             runners=len(models.runners),
+            skipped_events=_skipped(models.screen),
         )
         if log_seq is None:
             raise ApiError(
@@ -93,7 +94,6 @@ def _skipped(screen: Screen) -> SkippedDoc:
                 "log_unavailable",
                 "the event log (NATS) is unreachable",
                 details=msgspec.to_builtins(doc),
-            skipped_events=_skipped(models.screen),
             )
         return doc
 
@@ -145,5 +145,5 @@ def _skipped(screen: Screen) -> SkippedDoc:
             fold_seq=models.seq,
             projector_lag=models.awaiting_commit(),
             runners=len(models.runners),
-        )
             skipped=dict(models.screen.counts),
+        )
