@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from api_helpers import (
     KERNEL,
+    RESULT_DOC,
     Api,
     accept,
     import_kernel,
@@ -22,12 +23,16 @@ from api_helpers import (
 
 from kz_events.events import (
     BoardReviewed,
+    SubmissionClaimed,
+    SubmissionResult,
     SubmissionSubmitted,
     SubmissionSuspectCleared,
     SubmissionSuspected,
     SuspectReason,
 )
 from kz_events.subjects import PACKAGES_BUCKET
+from kz_projector.packages import ObjectStorePackages
+from kz_projector.referee import Referee
 
 pytestmark = pytest.mark.integration
 
@@ -202,3 +207,41 @@ async def test_suspect_status_filter_history_and_clear(api: Api) -> None:
     assert found["items"] == []
     history = (await api.client.get(f"/api/kernels/{KERNEL}/bench-history")).json()
     assert history["history"][0]["suspect"] is False
+
+
+async def test_an_uploaded_tripwire_hit_ends_as_a_suspect_accepted_result(api: Api) -> None:
+    """End to end through the real parts: the API scans the upload, the referee marks the
+    accepted result suspect from the hits and the judge's flags, the status shows both."""
+    sid = (await api.submit(tarball(src="import ctypes\n"))).json()["submission_id"]
+    ids = {"submission_id": sid, "kernel_id": KERNEL}
+    flags = [{"code": "below_physical_floor", "message": "faster than memory allows"}]
+    await seed(
+        api, SubmissionClaimed(**meta("r1"), **ids, runner_id="r1", attempt=1, lease_id="L1")
+    )
+    await seed(
+        api,
+        SubmissionResult(
+            **meta("r1"),
+            **ids,
+            runner_id="r1",
+            attempt=1,
+            lease_id="L1",
+            outcome="accepted",
+            result={**RESULT_DOC, "schema_version": 2, "flags": flags},
+        ),
+    )
+    referee = Referee(
+        api.log,
+        ObjectStorePackages(api.log),
+        clock=lambda: meta("x")["occurred_at"],
+        new_id=lambda: meta("x")["event_id"],
+    )
+    api.seen(await referee.catch_up())
+    status = (
+        await api.client.get(f"/api/submissions/{sid}/status", headers={"X-Submitter-Id": "alice"})
+    ).json()
+    assert status["status"] == "accepted"
+    reasons = [(r["source"], r["code"]) for r in status["suspect"]["reasons"]]
+    assert reasons == [("tripwire", "ctypes"), ("runtime", "below_physical_floor")]
+    types = [e["type"] for e in (await api.client.get(f"/api/submissions/{sid}")).json()["events"]]
+    assert types[-2:] == ["suspect", "accepted"]
