@@ -44,7 +44,7 @@ from kz_harness.errors import HarnessError, HarnessUnavailable
 from kz_harness.result import RESULT_FD_ENV, build_result
 from kz_harness.stats import UNITS, Stats
 from kz_harness.verdict import baseline_best, geomean, verdict
-from kz_harness.worker import CALIBRATE
+from kz_harness.worker import CALIBRATE, DEVICE_TIME
 
 __all__ = [
     "CONTROL_FD_ENV",
@@ -56,6 +56,7 @@ __all__ = [
     "Timing",
     "Workload",
     "call_once",
+    "device_time_problems",
 ]
 
 CONTROL_FD_ENV = "KZ_CONTROL_FD"
@@ -127,15 +128,18 @@ class Link:
         if answer != Op.OK:
             raise CandidateFailed(f"the {self.name} worker refused: {_message(payload)}")
 
-    def call(self, slot: int) -> int:
-        """Run one call in `slot`; the judge's wall time of it in ns."""
+    def call(self, slot: int) -> tuple[int, int | None]:
+        """Run one call in `slot`: the judge's wall time of it in ns, and the device time the
+        worker reports on a GPU (None on a CPU)."""
         begin = time.perf_counter_ns()
         self.channel.send_call(slot)
         answer, payload = self._answer()
         elapsed = time.perf_counter_ns() - begin
         if answer != Op.DONE:
             raise CandidateFailed(f"a call of the {self.name} failed: {_message(payload)}")
-        return elapsed
+        if len(payload) == DEVICE_TIME.size:
+            return elapsed, int(DEVICE_TIME.unpack(payload)[0])
+        return elapsed, None
 
     def _answer(self) -> tuple[int, bytes]:
         try:
@@ -286,6 +290,8 @@ class Benchmark:
         metric: Mapping[str, str] | None = None,
         margin: float = 0.05,
         timing: Timing | None = None,
+        device: str = "cpu",
+        device_dtype: str | None = None,
     ) -> None:
         module, _, function = entry.partition(":")
         if not module or not function:
@@ -303,6 +309,12 @@ class Benchmark:
         self.metric = dict(metric or {"name": "latency", "unit": "us", "better": "lower"})
         self.margin = margin
         self.timing = timing or Timing()
+        if device not in ("cpu", "cuda"):
+            raise HarnessError(f"device must be cpu or cuda, got {device!r}")
+        if device_dtype not in (None, "bfloat16"):
+            raise HarnessError(f"device_dtype must be bfloat16 or None, got {device_dtype!r}")
+        self.device = device
+        self.device_dtype = device_dtype
         self.time_unit = self.metric["unit"] if self.metric["unit"] in UNITS else "us"
 
     # --- the run ------------------------------------------------------------------------
@@ -336,12 +348,16 @@ class Benchmark:
         inputs_rng, pick_rng = np.random.default_rng(streams[0]), np.random.default_rng(streams[1])
         flags = _Flags()
         calibration = control.spawn("calibrate")
-        calibration.request(Op.LOAD, {"entry": CALIBRATE, "cpu": cpu})
+        where = {"cpu": cpu, "device": self.device, "device_dtype": self.device_dtype}
+        try:
+            calibration.request(Op.LOAD, {"entry": CALIBRATE, **where})
+        except CandidateFailed as exc:  # the trusted no-op: this runner cannot run the board
+            raise HarnessUnavailable(f"this runner cannot run the board's calls: {exc}") from exc
         candidate = control.spawn("candidate")
         measured: list[tuple[Workload, _Measured]] = []
         failure = ""
         try:
-            candidate.request(Op.LOAD, {"entry": self.entry, "path": "src", "cpu": cpu})
+            candidate.request(Op.LOAD, {"entry": self.entry, "path": "src", **where})
             self._check_alone(control, candidate, flags, "after loading")
             for workload in self.workloads:
                 run = _WorkloadRun(self, np, workload, inputs_rng, pick_rng, flags)
@@ -398,20 +414,33 @@ class Benchmark:
             metric={**self.metric, "value": value if value is not None else 0.0},
             workloads=workloads,
             checks=checks,
-            environment=_environment(np),
+            environment=_environment(np, self.device),
         )
         if value is None:
             document["metric"]["value"] = None
         document["flags"] = flags.to_list()
         document["timing"] = {
-            "method": "judge_clock",
-            "clock": "time.perf_counter_ns around each call, channel overhead subtracted",
+            "method": "judge_clock" if self.device == "cpu" else "cuda_events_bounded",
+            "clock": (
+                "time.perf_counter_ns around each call, channel overhead subtracted"
+                if self.device == "cpu"
+                else "CUDA events around each call, bounded by the judge's perf_counter_ns"
+            ),
             "cpu": cpu,
             "channel_overhead": {w.name: m.overhead_ns for w, m in measured},
             "channel_overhead_unit": "ns",
             "worker_cpu": {w.name: m.cpu for w, m in measured},
         }
         return document
+
+
+def _round_to_bf16(np: Any, array: Any) -> Any:
+    """float32 values rounded to the nearest bfloat16 (ties to even), kept as float32."""
+    if array.dtype != np.float32:
+        return array
+    bits = array.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return rounded.astype(np.uint32).view(np.float32)
 
 
 def _numpy() -> Any:
@@ -422,9 +451,9 @@ def _numpy() -> Any:
     return numpy
 
 
-def _environment(np: Any) -> dict[str, str]:
+def _environment(np: Any, device: str = "cpu") -> dict[str, str]:
     return {
-        "device": "cpu",
+        "device": device,
         "machine": platform.machine(),
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -450,6 +479,8 @@ class _WorkloadRun:
         self.pick = pick_rng
         self.flags = flags
         self.calls = 0
+        self.last_device: int | None = None
+        self.overhead_ns = 0.0
         self.checked_seen = 0
         self._stop = "given"
         self.cpu: dict[str, int] = {}
@@ -474,6 +505,8 @@ class _WorkloadRun:
         arrays = tuple(self.np.ascontiguousarray(a) for a in made)
         if any(type(a) is not self.np.ndarray or a.dtype.hasobject for a in arrays):
             raise HarnessError("make_inputs must return numpy arrays of numbers")
+        if self.bench.device_dtype == "bfloat16":  # what the kernel gets, so the reference too
+            arrays = tuple(_round_to_bf16(self.np, a) for a in arrays)
         return arrays
 
     def measure(self, control: Control, candidate: Link, calibration: Link) -> _Measured:
@@ -484,6 +517,7 @@ class _WorkloadRun:
             control.stop(candidate)  # nothing of the candidate's runs while the channel is timed
             try:
                 overhead = self._calibrate(calibration)
+                self.overhead_ns = overhead
             finally:
                 control.cont(candidate)
             control.stop(calibration)
@@ -494,16 +528,23 @@ class _WorkloadRun:
             control.cont(calibration)
         finally:
             self.slots.close()
-        stats = Stats.from_samples(
-            [max(s - overhead, 1.0) for s in samples], unit="ns", stop=self._stop
-        ).to_unit(self.bench.time_unit)
+        on_device = self.bench.device == "cuda"
+        corrected = samples if on_device else [max(s - overhead, 1.0) for s in samples]
+        stats = Stats.from_samples(corrected, unit="ns", stop=self._stop).to_unit(
+            self.bench.time_unit
+        )
         return _Measured(stats, overhead, self._checks(), self.cpu)
 
     def _calibrate(self, calibration: Link) -> float:
+        """The channel's cost of a call: on a CPU the no-op's wall time, on a GPU the part of
+        the wall time the device events do not cover (copies, flush, channel)."""
         timing = self.bench.timing
-        walls = [self._one_call(calibration, keep=False) for _ in range(timing.calibration_calls)]
-        walls.sort()
-        return float(walls[len(walls) // 2])
+        costs = []
+        for _ in range(timing.calibration_calls):
+            wall = self._one_call(calibration, keep=False)
+            costs.append(wall - (self.last_device or 0))
+        costs.sort()
+        return float(costs[len(costs) // 2])
 
     def _sample(self, control: Control, candidate: Link) -> list[float]:
         timing = self.bench.timing
@@ -515,10 +556,15 @@ class _WorkloadRun:
         samples: list[float] = []
         started = time.perf_counter()
         self._stop = "max_samples"
+        pairs: list[tuple[int, int]] = []
         while len(samples) < timing.max_samples:
             wall = self._one_call(candidate, keep=True)
             windows += wall
-            samples.append(float(wall))
+            if self.last_device is None:
+                samples.append(float(wall))
+            else:
+                samples.append(float(self.last_device))
+                pairs.append((wall, self.last_device))
             if (
                 len(samples) >= timing.min_samples
                 and time.perf_counter() - started >= timing.budget_s
@@ -527,7 +573,16 @@ class _WorkloadRun:
                 break
         after = control.inspect(candidate)
         self._account(before, after, windows)
+        if pairs:
+            self._bound(pairs)
         return samples
+
+    def _bound(self, pairs: list[tuple[int, int]]) -> None:
+        """The judge's clock bounds the device times the worker reports: none may exceed the
+        call's wall time, and the wall time left over may exceed the calibrated gap (copies,
+        flush, channel) only by a little, or work ran outside the events."""
+        for code, message in device_time_problems(pairs, self.overhead_ns):
+            self.flags.add(code, f"{self.workload.name}: {message}")
 
     def _account(self, before: dict[str, int], after: dict[str, int], windows: int) -> None:
         """Flag CPU time the worker spent outside the calls' windows, or in anything but its
@@ -560,7 +615,7 @@ class _WorkloadRun:
         for view, array in zip(self.slots.inputs[index], pristine, strict=True):
             view[...] = array
         _poison(self.np, out)
-        wall = link.call(index)
+        wall, self.last_device = link.call(index)
         got = out.copy()
         self.last_out[index] = got
         if keep:
@@ -603,6 +658,30 @@ class _WorkloadRun:
                         rtol=bench.rtol, name=name)
             )  # fmt: skip
         return _summarised(self.workload.name, checks)
+
+
+_GAP_RATIO = 1.5
+_GAP_SLACK_NS = 20_000
+
+
+def device_time_problems(pairs: Sequence[tuple[int, int]], gap_ns: float) -> list[tuple[str, str]]:
+    """(code, message) for each way reported device times break the judge's bound.
+
+    `pairs` are (judge's wall ns, reported device ns) per timed call; `gap_ns` is the
+    calibrated wall time a no-op's events leave uncovered.
+    """
+    problems = []
+    over = sum(1 for wall, device in pairs if device > wall)
+    if over or sum(d for _, d in pairs) > sum(w for w, _ in pairs):
+        problems.append(("timing_bound_broken", f"{over} calls reported more device time than "
+                         "the judge's clock saw"))  # fmt: skip
+    gaps = sorted(wall - device for wall, device in pairs)
+    median_gap = gaps[len(gaps) // 2] if gaps else 0
+    if median_gap > gap_ns * _GAP_RATIO + _GAP_SLACK_NS:
+        problems.append(("work_outside_events", f"calls took {median_gap / 1e3:.1f} us more than "
+                         f"their device events (a no-op: {gap_ns / 1e3:.1f} us): work ran on "
+                         "another stream or after the end event"))  # fmt: skip
+    return problems
 
 
 def _summarised(name: str, checks: list[Check]) -> list[Check]:

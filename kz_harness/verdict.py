@@ -76,6 +76,4 @@ def verdict(
     word = "faster" if better == "lower" else "better"
     if wins:
         return True, f"{ratio:.2f}x {word} than current best ({value:.4g} vs {best:.4g} {unit})"
-    return False, (
-        f"not {margin:.0%} {word} than current best ({value:.4g} vs {best:.4g} {unit})"
-    )
+    return False, (f"not {margin:.0%} {word} than current best ({value:.4g} vs {best:.4g} {unit})")

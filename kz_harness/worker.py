@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import mmap
 import os
+import struct
 import sys
 import traceback
 from collections.abc import Callable
@@ -21,13 +22,79 @@ from typing import Any
 
 from kz_harness.channel import Channel, ChannelClosed, Op, decode_json, slot_index
 
-__all__ = ["CALIBRATE", "main"]
+__all__ = ["CALIBRATE", "DEVICE_TIME", "Device", "main"]
 
 CALIBRATE = "@calibrate"  # the trusted no-op the judge times to learn the channel's cost
+DEVICE_TIME = struct.Struct("<q")  # a DONE's payload on a GPU: the CUDA events' time in ns
 _MAX_ERROR = 4000
 
 
+class Device:
+    """A call on a CUDA device: fresh device tensors from the slot's inputs, an L2 flush and a
+    persisting-L2 reset, CUDA events around the call on the current stream, a device-wide
+    synchronise (work left on another stream is waited for, so the judge's clock sees it),
+    and the output copied back as a plain tensor of the declared dtype and shape.
+
+    `device_dtype` ("bfloat16") is the dtype the candidate gets and must return when the
+    slots hold float32 (numpy has no bfloat16). `torch` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        torch: Any,
+        device_dtype: str | None = None,
+        reset: Callable[[], None] | str | None = "cudart",
+    ) -> None:
+        from kz_harness.gpu import persisting_l2_resetter
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device: torch.cuda.is_available() returned False")
+        self.torch = torch
+        self.cuda = torch.cuda
+        self.device = self.cuda.current_device()
+        self.device_dtype = getattr(torch, device_dtype) if device_dtype else None
+        l2 = int(getattr(self.cuda.get_device_properties(self.device), "L2_cache_size", 0) or 0)
+        self.flush = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda")
+        self.reset = persisting_l2_resetter() if reset == "cudart" else reset
+        if isinstance(self.reset, str):
+            raise ValueError(f"reset must be a callable, None or 'cudart', got {reset!r}")
+        self.start = self.cuda.Event(enable_timing=True)
+        self.end = self.cuda.Event(enable_timing=True)
+
+    def _to_device(self, array: Any) -> Any:
+        tensor = self.torch.from_numpy(array.copy()).to("cuda")
+        return tensor.to(self.device_dtype) if self.device_dtype is not None else tensor
+
+    def call(self, fn: Callable[..., Any], inputs: list[Any], out: Any) -> int:
+        """Run `fn` on device copies of `inputs`, write its output into `out`; device ns."""
+        torch = self.torch
+        tensors = [self._to_device(array) for array in inputs]
+        self.flush.zero_()
+        if self.reset is not None:
+            self.reset()
+        self.cuda.synchronize()
+        stream = self.cuda.current_stream()
+        self.start.record(stream)
+        result = fn(*tensors)
+        self.end.record(stream)
+        self.cuda.synchronize()
+        elapsed = int(self.start.elapsed_time(self.end) * 1e6)
+        want = self.device_dtype if self.device_dtype is not None else result.dtype
+        if type(result) is not torch.Tensor:
+            raise TypeError(f"the output must be a torch.Tensor, got {_describe(result)}")
+        if result.dtype != want or tuple(result.shape) != tuple(out.shape):
+            raise TypeError(
+                f"the output must be {want} of shape {tuple(out.shape)}, "
+                f"got {result.dtype} of shape {tuple(result.shape)}"
+            )
+        host = result.float() if self.device_dtype is not None else result
+        out[...] = host.cpu().numpy()
+        return elapsed
+
+
 class _Slot:
+    device_blank: Any = None
+
     def __init__(self, memory: mmap.mmap, layout: dict[str, Any], np: Any) -> None:
         self.memory = memory
         self.inputs = [
@@ -49,6 +116,7 @@ class _Worker:
         self.np = np
         self.fn: Callable[..., Any] | None = None
         self.calibrate = False
+        self.device: Device | None = None
         self.slots: list[_Slot] = []
 
     def load(self, document: dict[str, Any]) -> None:
@@ -56,6 +124,8 @@ class _Worker:
         if isinstance(cpu, int) and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, {cpu})
         entry = str(document["entry"])
+        if document.get("device") == "cuda":
+            self.device = Device(importlib.import_module("torch"), document.get("device_dtype"))
         if entry == CALIBRATE:
             self.calibrate = True
             return
@@ -79,10 +149,19 @@ class _Worker:
                 os.close(fd)
         self.slots = slots
 
-    def call(self, index: int) -> None:
+    def call(self, index: int) -> bytes:
+        """Run one call in slot `index`; the DONE payload (the device time on a GPU)."""
         np = self.np
         slot = self.slots[index]
         out_dtype, out_shape, out_offset = slot.output
+        if self.device is not None:
+            inputs = [
+                np.ndarray(shape, dtype=dtype, buffer=slot.memory, offset=offset)
+                for dtype, shape, offset in slot.inputs
+            ]
+            out = np.ndarray(out_shape, dtype=out_dtype, buffer=slot.memory, offset=out_offset)
+            fn = self.fn if self.fn is not None else (lambda *_: self._blank(slot))
+            return DEVICE_TIME.pack(self.device.call(fn, inputs, out))
         if self.calibrate:
             result = slot.blank
         else:
@@ -104,6 +183,16 @@ class _Worker:
         out = np.ndarray(out_shape, dtype=out_dtype, buffer=slot.memory, offset=out_offset)
         np.copyto(out, result, casting="no")
         del out, result
+        return b""
+
+    def _blank(self, slot: _Slot) -> Any:
+        """The calibration no-op on a GPU: a device tensor of the output's dtype and shape."""
+        assert self.device is not None
+        cached = getattr(slot, "device_blank", None)
+        if cached is None:
+            cached = self.device._to_device(slot.blank)
+            slot.device_blank = cached
+        return cached
 
     def serve(self) -> int:
         handlers: dict[int, Callable[[bytes, list[int]], None]] = {
@@ -116,8 +205,7 @@ class _Worker:
                 if op == Op.EXIT:
                     return 0
                 if op == Op.CALL:
-                    self.call(slot_index(payload))
-                    self.channel.send(Op.DONE)
+                    self.channel.send(Op.DONE, self.call(slot_index(payload)))
                     continue
                 handlers[op](payload, fds)
                 self.channel.send(Op.OK)

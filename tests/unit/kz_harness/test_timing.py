@@ -109,8 +109,14 @@ def test_the_cache_flusher_writes_its_whole_buffer() -> None:
 def test_the_collector_is_off_while_timing_and_back_on_after() -> None:
     """No garbage collection runs inside a timed call; the collector's state is restored."""
     states: list[bool] = []
-    bench_cpu(lambda: states.append(gc.isenabled()), tuple, warmup_s=0.0, budget_s=0.01,
-              max_samples=5, flush_cache=False)
+    bench_cpu(
+        lambda: states.append(gc.isenabled()),
+        tuple,
+        warmup_s=0.0,
+        budget_s=0.01,
+        max_samples=5,
+        flush_cache=False,
+    )
     assert states and not any(states[1:])  # the first, untimed call may run with it on
     assert gc.isenabled()
 

