@@ -36,14 +36,17 @@ class Device:
     and the output copied back as a plain tensor of the declared dtype and shape.
 
     `device_dtype` ("bfloat16") is the dtype the candidate gets and must return when the
-    slots hold float32 (numpy has no bfloat16). `torch` is injectable for tests.
+    slots hold float32 (numpy has no bfloat16). `torch` and the persisting-L2 `reset` (found
+    in the CUDA runtime unless `find_reset` is false) are injectable for tests.
     """
 
     def __init__(
         self,
         torch: Any,
         device_dtype: str | None = None,
-        reset: Callable[[], None] | str | None = "cudart",
+        reset: Callable[[], None] | None = None,
+        *,
+        find_reset: bool = True,
     ) -> None:
         from kz_harness.gpu import persisting_l2_resetter
 
@@ -55,9 +58,7 @@ class Device:
         self.device_dtype = getattr(torch, device_dtype) if device_dtype else None
         l2 = int(getattr(self.cuda.get_device_properties(self.device), "L2_cache_size", 0) or 0)
         self.flush = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda")
-        self.reset = persisting_l2_resetter() if reset == "cudart" else reset
-        if isinstance(self.reset, str):
-            raise ValueError(f"reset must be a callable, None or 'cudart', got {reset!r}")
+        self.reset = reset if reset is not None or not find_reset else persisting_l2_resetter()
         self.start = self.cuda.Event(enable_timing=True)
         self.end = self.cuda.Event(enable_timing=True)
 

@@ -120,7 +120,7 @@ def test_a_gpu_call_is_flushed_synchronised_and_timed_by_events() -> None:
 def test_a_gpu_output_must_be_a_plain_tensor_of_the_declared_dtype() -> None:
     """A lazy stand-in or a wider dtype is refused, as on the CPU."""
     torch = FakeTorch()
-    device = Device(torch, "bfloat16", reset=None)
+    device = Device(torch, "bfloat16", find_reset=False)
     x = np.zeros((2, 3), dtype=np.float32)
     out = np.zeros((2, 3), dtype=np.float32)
     with pytest.raises(TypeError, match=r"must be a torch\.Tensor"):
