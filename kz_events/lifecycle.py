@@ -107,6 +107,7 @@ class SubmissionState(msgspec.Struct, frozen=True, kw_only=True):
     disqualified: str | None = None
     tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
     suspect: list[SuspectReason] | None = None  # None: never marked suspect
+    suspect_seq: int | None = None  # the result the mark is about
     suspect_cleared: str | None = None  # the maintainer's reason, once cleared
     version: int = 0
     created_at: datetime | None = None
@@ -497,8 +498,8 @@ def suspect_reasons(
 def _decide_mark_suspect(state: SubmissionState, cmd: MarkSuspect) -> list[Event]:
     if state.status is not Status.RUNNING or state.result_seq != cmd.result_seq:
         raise _refuse("stale_result", "the result is not the current claim's result")
-    if state.suspect is not None or not cmd.reasons:
-        return []  # marked already (a retried judgement), or nothing to mark
+    if (state.suspect is not None and state.suspect_seq == cmd.result_seq) or not cmd.reasons:
+        return []  # this result is marked already (a retried judgement), or nothing to mark
     return [
         SubmissionSuspected(
             **_ids(state, cmd.meta), result_seq=cmd.result_seq, reasons=list(cmd.reasons)
@@ -587,7 +588,11 @@ def _changes(
         case SubmissionDisqualified():
             return {"disqualified": event.reason}
         case SubmissionSuspected():
-            return {"suspect": list(event.reasons), "suspect_cleared": None}
+            return {
+                "suspect": list(event.reasons),
+                "suspect_seq": event.result_seq,
+                "suspect_cleared": None,
+            }
         case SubmissionSuspectCleared():
             return {"suspect_cleared": event.reason or f"cleared by {event.actor}"}
     return None

@@ -129,3 +129,29 @@ def test_clearing_needs_a_mark_and_happens_once() -> None:
     with pytest.raises(RuleViolation) as again:
         decide(cleared, ClearSuspect(meta=_meta("m"), reason="again"))
     assert again.value.code == "already_cleared"
+
+
+def test_a_later_attempts_result_gets_its_own_mark() -> None:
+    """A mark is about one result: the result of a later attempt (the first runner was lost)
+    is marked afresh, and the new mark is not cleared."""
+    state = _with_result([HIT])
+    reasons = suspect_reasons(state.tripwire, state.result)
+    state = _apply(state, MarkSuspect(meta=_meta(), result_seq=3, reasons=reasons), 4)
+    state = _apply(state, ClearSuspect(meta=_meta("m"), reason="looked"), 5)
+    state = _apply(state, Claim(meta=_meta("r2"), runner_id="r2", lease_id="L2", attempt=2), 6)
+    state = _apply(
+        state,
+        ReportResult(
+            meta=_meta("r2"),
+            runner_id="r2",
+            lease_id="L2",
+            outcome="accepted",
+            result={"flags": [{"code": "x"}]},
+        ),
+        7,
+    )
+    again = suspect_reasons(state.tripwire, state.result)
+    [event] = decide(state, MarkSuspect(meta=_meta(), result_seq=7, reasons=again))
+    marked = evolve(state, event, 8)
+    assert marked.suspect_seq == 7 and marked.suspect_cleared is None
+    assert [r.code for r in marked.suspect or []] == ["gc", "x"]
