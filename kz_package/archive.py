@@ -25,9 +25,12 @@ from kz_package.limits import Limits
 
 __all__ = [
     "ARCHIVE",
+    "MAX_PATH_BYTES",
+    "MAX_PATH_PART_BYTES",
     "PACKAGE_DIR",
     "pack_directory",
     "pack_files",
+    "path_problem",
     "unpack_tarball",
     "write_tree",
 ]
@@ -39,6 +42,15 @@ _CHUNK = 1024 * 1024
 _SKIPPED_DIRS = frozenset({"__pycache__", ".git"})
 _SKIPPED_SUFFIXES = (".pyc",)
 _EMPTY_PARTS = ("", ".")
+# A path git can check out on the file systems people use: each part a file name the kernel
+# accepts (NAME_MAX), the whole under PATH_MAX, and no part git refuses to write (`.git` in any
+# case, or as NTFS and HFS+ spell it, which git protects by default).
+MAX_PATH_PART_BYTES = 255
+MAX_PATH_BYTES = 4096
+_GIT_IGNORABLE = frozenset(  # what HFS+ drops from a name, as git's is_hfs_dotgit lists it
+    "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+    "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"
+)
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -122,6 +134,41 @@ def _absolute(name: str) -> bool:
     return name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":")
 
 
+def _is_dot_git(part: str) -> bool:
+    """`.git` as git's own path check sees it: any case, trailing dots or spaces (NTFS), its
+    8.3 short name, or with characters HFS+ ignores."""
+    folded = "".join(ch for ch in part if ch not in _GIT_IGNORABLE).lower()
+    return folded.rstrip(". ") == ".git" or folded.split(":", 1)[0] in {".git", "git~1"}
+
+
+def path_problem(name: str) -> str | None:
+    """Why `name` (a relative package path) cannot be stored in the kernel repo and checked
+    out, or None when it can."""
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "paths must be valid UTF-8"
+    for part in name.split("/"):
+        part_size = len(part.encode("utf-8"))
+        if part_size > MAX_PATH_PART_BYTES:
+            return (
+                f"each file or folder name must be at most {MAX_PATH_PART_BYTES} bytes, "
+                f"got one of {part_size}"
+            )
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in part):
+            return "names must not contain control characters"
+        if _is_dot_git(part):
+            return f"git refuses to check out a path with a {part!r} part"
+    if size > MAX_PATH_BYTES:
+        return f"paths must be at most {MAX_PATH_BYTES} bytes, got {size}"
+    return None
+
+
+def _shown(name: str) -> str:
+    """A path as an error shows it: whole when short, its start and length when not."""
+    return name if len(name) <= 200 else f"{name[:160]}… ({len(name)} characters)"
+
+
 def _member_parts(member: tarfile.TarInfo) -> tuple[str, ...]:
     """The entry's path as safe relative parts; refuse absolute paths and `..`."""
     name = member.name
@@ -132,6 +179,9 @@ def _member_parts(member: tarfile.TarInfo) -> tuple[str, ...]:
     parts = tuple(p for p in name.split("/") if p not in _EMPTY_PARTS)  # as PurePosixPath
     if ".." in parts:
         raise PackageError.one(UNSAFE_ARCHIVE, name, "name", "entry paths must not contain '..'")
+    problem = path_problem("/".join(parts))
+    if problem is not None:
+        raise PackageError.one(INVALID_PACKAGE, _shown(name), "name", problem)
     return parts
 
 

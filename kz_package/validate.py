@@ -23,7 +23,7 @@ import msgspec
 from kz_events.errors import InvalidKernelId
 from kz_events.ids import KernelId
 from kz_package import schemas
-from kz_package.archive import PACKAGE_DIR, unpack_tarball
+from kz_package.archive import PACKAGE_DIR, path_problem, unpack_tarball
 from kz_package.errors import (
     INVALID_KERNEL_ID,
     INVALID_PACKAGE,
@@ -68,13 +68,16 @@ def _raise_if_any(found: Found) -> None:
 
 
 def _tree_problems(root: Path) -> Found:
-    """Links, devices and FIFOs anywhere in the tree (a directory may hold what a tar cannot)."""
+    """Links, devices and FIFOs anywhere in the tree (a directory may hold what a tar cannot),
+    and names the kernel repo could not check out."""
     found: Found = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for name in [*dirnames, *filenames]:
             path = Path(dirpath) / name
             mode = path.lstat().st_mode
             rel = path.relative_to(root).as_posix()
+            if (problem := path_problem(rel)) is not None:
+                found.append((INVALID_PACKAGE, Problem(rel, "name", problem)))
             if stat.S_ISLNK(mode):
                 msg = "links of any kind are not allowed, got a symbolic link"
                 found.append((UNSAFE_ARCHIVE, Problem(rel, "type", msg)))
