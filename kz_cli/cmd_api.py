@@ -9,12 +9,7 @@ from typing import Any
 from kz_cli import aio
 from kz_events.config import check_exposure, load_settings
 
-__all__ = ["MAX_HEADER_BYTES", "register", "run_api"]
-
-# The h11 parser closes a connection whose request head grows past this without ending;
-# uvicorn's httptools parser has no such bound, so a client trickling endless headers would
-# grow the server's memory without limit.
-MAX_HEADER_BYTES = 16 * 1024
+__all__ = ["register", "run_api"]
 
 
 def register(subparsers: Any) -> None:
@@ -28,17 +23,20 @@ def run_api(args: argparse.Namespace) -> int:
     import uvicorn
 
     from kz_api import create_app
+    from kz_api.http_server import server_config
 
     config = getattr(args, "config", None)
     settings = load_settings(config_file=Path(config) if config else None)
     check_exposure(settings, args.host or settings.host)  # off loopback: keys, tokens, secret
-    uvicorn.run(
-        create_app(settings),
-        host=args.host or settings.host,
-        port=args.port or settings.port,
-        log_level="info",
-        loop=aio.uvicorn_loop(),
-        http="h11",
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+    server = uvicorn.Server(
+        server_config(
+            create_app(settings),
+            settings,
+            host=args.host or settings.host,
+            port=args.port or settings.port,
+            log_level="info",
+            loop=aio.uvicorn_loop(),
+        )
     )
+    server.run()
     return 0

@@ -18,6 +18,7 @@ import msgspec
 import uvicorn
 
 from kz_api import create_app
+from kz_api.http_server import server_config
 from kz_cli import aio
 from kz_cli.demo import EXAMPLES, submit_demo
 from kz_cli.local import URL_FILE, forget_local_url, remember_local_url
@@ -99,12 +100,8 @@ async def run_stack(
     projectors: Projectors | None = None
     try:
         api = uvicorn.Server(
-            uvicorn.Config(
-                create_app(settings, event_log=elog),
-                host=settings.host,
-                port=settings.port,
-                log_level="warning",
-                lifespan="on",
+            server_config(
+                create_app(settings, event_log=elog), settings, log_level="warning", lifespan="on"
             )
         )
         projectors = Projectors(elog, settings)

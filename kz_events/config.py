@@ -59,6 +59,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # an API on an address other than loopback (check_exposure)
     open_submissions: bool = False
     max_kernel_lease_s: float = 24 * 3600.0
+    # bounds on clients of the API
+    head_timeout_s: float = 10.0
+    slow_reader_s: float = 30.0
+    max_event_streams: int = 200
 
     @property
     def effective_index_path(self) -> Path:
@@ -98,6 +102,9 @@ _ENV: dict[str, str] = {
     "KZ_LEASE_SECRET": "lease_secret",
     "KZ_OPEN_SUBMISSIONS": "open_submissions",
     "KZ_MAX_KERNEL_LEASE_S": "max_kernel_lease_s",
+    "KZ_HEAD_TIMEOUT_S": "head_timeout_s",
+    "KZ_SLOW_READER_S": "slow_reader_s",
+    "KZ_MAX_EVENT_STREAMS": "max_event_streams",
 }
 _FIELD_TO_ENV = {field: env for env, field in _ENV.items()}
 _JSON_FIELDS = {"runner_keys", "submitter_tokens"}
@@ -114,6 +121,9 @@ _POSITIVE = {
     "max_open_submissions",
     "replicas",
     "max_kernel_lease_s",
+    "head_timeout_s",
+    "slow_reader_s",
+    "max_event_streams",
 }
 MIN_LEASE_SECRET = 16
 _BACKENDS = {"docker", "sandbox", "stub"}

@@ -1,0 +1,139 @@
+"""How the API is served: uvicorn's h11 protocol with two timeouts it lacks, and its config.
+
+A client that takes longer than `head_timeout_s` to send a request head (slow-loris: a byte
+now and then, or nothing at all after connecting) gets a 408 envelope and is closed. A client
+that reads nothing of its answer for `stall_s` while the server has more to send (a Server-Sent
+Events reader that stopped reading) is dropped, so a slow reader holds no buffer for long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+from typing import Any
+
+import h11
+import msgspec
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from kz_api.errors import ErrorBody, ErrorEnvelope
+from kz_events.config import Settings
+
+__all__ = ["MAX_HEADER_BYTES", "BoundedH11Protocol", "bounded_protocol", "server_config"]
+
+# The h11 parser closes a connection whose request head grows past this without ending;
+# uvicorn's httptools parser has no such bound, so a client trickling endless headers would
+# grow the server's memory without limit.
+MAX_HEADER_BYTES = 16 * 1024
+
+
+def _timeout_answer() -> bytes:
+    body = msgspec.json.encode(
+        ErrorEnvelope(
+            error=ErrorBody(
+                code="request_timeout",
+                message="the request head did not arrive in time; the connection is closed",
+            )
+        )
+    )
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+_TIMEOUT_ANSWER = _timeout_answer()
+_LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
+
+
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a request-head timeout and a write-stall timeout."""
+
+    head_timeout_s: float = 10.0
+    stall_s: float = 30.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._stall_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head()
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_timer is None and self.conn.their_state is h11.IDLE:
+            self._arm_head()  # the next request's head starts on a kept-alive connection
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._disarm_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head()
+        self._disarm_stall()
+        super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stall_timer is None:
+            self._stall_timer = self.loop.call_later(self.stall_s, self._on_stall)
+
+    def resume_writing(self) -> None:
+        self._disarm_stall()
+        super().resume_writing()
+
+    def _arm_head(self) -> None:
+        self._disarm_head()
+        self._head_timer = self.loop.call_later(self.head_timeout_s, self._on_head_timeout)
+
+    def _disarm_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _disarm_stall(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _on_head_timeout(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        self.transport.write(_TIMEOUT_ANSWER)
+        self.transport.close()
+
+    def _on_stall(self) -> None:
+        self._stall_timer = None
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            # Reset, not close: a close leaves the kernel sending what the client never reads
+            # (megabytes a connection) before its FIN, and the client none the wiser.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
+        self.transport.abort()
+
+
+def bounded_protocol(settings: Settings) -> type[BoundedH11Protocol]:
+    """The protocol class with the timeouts of `settings`."""
+    return type(
+        "ApiH11Protocol",
+        (BoundedH11Protocol,),
+        {"head_timeout_s": settings.head_timeout_s, "stall_s": settings.slow_reader_s},
+    )
+
+
+def server_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's config for serving `app`: h11 with bounded heads and the timeouts above."""
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "http": bounded_protocol(settings),
+        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+        **overrides,
+    }
+    return uvicorn.Config(app, **options)
