@@ -37,6 +37,7 @@ from kz_api.controllers.boards import BoardsController
 from kz_api.controllers.runner import RunnersController
 from kz_api.errors import error_response
 from kz_api.leases import LeaseSigner, lease_secret_from_env
+from kz_api.live_feed import EventHub
 from kz_api.metrics import metrics_middleware
 from kz_api.readmodel import ReadModels
 from kz_events.config import Settings
@@ -55,6 +56,7 @@ log = logging.getLogger(__name__)
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
 CATCH_UP_S = 120.0
 RESUME_S = 1.0
+JSON_BODY_BYTES = 1024 * 1024
 
 
 def _provide_ctx(state: State) -> ApiContext:
@@ -64,12 +66,15 @@ def _provide_ctx(state: State) -> ApiContext:
     return ctx
 
 
-async def _fold_events(log_: EventLog, models: ReadModels, packages: PackageSource) -> None:
+async def _fold_events(
+    log_: EventLog, models: ReadModels, packages: PackageSource, hub: EventHub
+) -> None:
     async for seq, event in log_.subscribe(EVENTS_SUBJECTS, models.seq + 1, screen=models.screen):
         digest = digest_needed(models.index, event)
         if digest is not None:
             with_facts(models.index, digest, await facts_of(packages, digest))
         models.apply(seq, event)
+        hub.push(seq, event)
 
 
 async def _fold_live(log_: EventLog, models: ReadModels) -> None:
@@ -122,13 +127,19 @@ def _lifespan(settings: Settings, given: EventLog | None, signer: LeaseSigner): 
             await elog.ensure()
             models = ReadModels()
             packages = ObjectStorePackages(elog)
+            hub = EventHub(models.seq, max_streams=settings.max_event_streams)
             app.state.ctx = ApiContext(
-                settings=settings, log=elog, models=models, signer=signer, packages=packages
+                settings=settings,
+                log=elog,
+                models=models,
+                signer=signer,
+                packages=packages,
+                event_hub=hub,
             )
             target = await elog.last_seq()
             tasks = [
                 asyncio.create_task(
-                    _supervised("event fold", lambda: _fold_events(elog, models, packages))
+                    _supervised("event fold", lambda: _fold_events(elog, models, packages, hub))
                 ),
                 asyncio.create_task(_supervised("live fold", lambda: _fold_live(elog, models))),
             ]
@@ -199,6 +210,7 @@ def create_app(
             path="/schema",
             render_plugins=[RedocRenderPlugin(), JsonRenderPlugin(), YamlRenderPlugin()],
         ),
-        request_max_body_size=settings.max_upload_bytes + 1024 * 1024,
+        # JSON bodies; the upload routes lift it and bound their own by KZ_MAX_UPLOAD_BYTES.
+        request_max_body_size=JSON_BODY_BYTES,
         debug=False,
     )

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 import msgspec
+import nats.errors
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
@@ -96,7 +97,7 @@ def _http_code(exc: HTTPException) -> str:
         403: "forbidden",
         404: "not_found",
         405: "method_not_allowed",
-        413: "package_too_large",
+        413: "body_too_large",  # uploads answer package_too_large themselves
         415: "unsupported_media_type",
         429: "rate_limited",
         503: "unavailable",
@@ -126,6 +127,12 @@ def _body_of(exc: Exception) -> tuple[int, ErrorBody]:
         return status, ErrorBody(code=exc.code, message=exc.message, details=details)
     if isinstance(exc, HTTPException):
         return _from_http(exc)
+    if isinstance(exc, nats.errors.Error):
+        # The log answered with an error no caller expected (its stream deleted, say): the
+        # request may be fine, the service behind it is not.
+        log.warning("the event log failed a request: %r", exc)
+        message = "the event log (NATS) could not serve this request"
+        return 503, ErrorBody(code="log_unavailable", message=message, details={})
     if isinstance(exc, RecursionError):
         # A body nested deeper than the decoder can follow is bad input, not a server fault.
         message = "the request body is nested too deeply to decode"
@@ -142,4 +149,6 @@ def error_response(request: Request[Any, Any, Any], exc: Exception) -> Response[
         headers.update(exc.headers)
     if status == 401:
         headers["WWW-Authenticate"] = "Bearer"
+    if status in (429, 503) and isinstance(body.details.get("retry_after_s"), int):
+        headers["Retry-After"] = str(body.details["retry_after_s"])
     return Response(ErrorEnvelope(error=body), status_code=status, headers=headers)

@@ -9,6 +9,9 @@ import msgspec
 from msgspec import Meta
 
 __all__ = [
+    "MAX_LABELS",
+    "MAX_LOG_CHARS",
+    "MAX_RESULT_DOCUMENT_BYTES",
     "RUNNER_ID_PATTERN",
     "BenchHistory",
     "BoardDoc",
@@ -57,6 +60,16 @@ RUNNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,127}$"
 RunnerId = Annotated[str, Meta(pattern=RUNNER_ID_PATTERN)]
 ArchName = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+\-]{0,63}$")]
 Reason = Annotated[str, Meta(max_length=2000)]
+
+# Bounds on what runners send (CONTRACTS.md: every field a client sends has a limit). Each is
+# far above what a real runner needs and keeps one event well under NATS' 8 MB payload.
+MAX_LABELS = 64
+MAX_LOG_CHARS = 4 * 1024 * 1024  # the runner keeps the last 1 MiB of a task's output
+MAX_RESULT_DOCUMENT_BYTES = 2 * 1024 * 1024  # the result document, encoded as JSON
+Key = Annotated[str, Meta(min_length=1, max_length=128)]
+LabelValue = Annotated[str, Meta(max_length=1024)]
+EnvironmentValue = Annotated[str, Meta(max_length=4096)]
+Seconds = Annotated[float, Meta(ge=0, le=10**7)]
 Outcome = Literal[
     "accepted",
     "rejected",
@@ -238,7 +251,9 @@ class RegisterBody(_In, frozen=True, kw_only=True):
     arches: Annotated[list[ArchName], Meta(min_length=1, max_length=64)]
     device: Annotated[str, Meta(max_length=500)] = ""
     backend: Annotated[str, Meta(max_length=64)] = ""
-    labels: dict[str, str] = msgspec.field(default_factory=dict)
+    labels: Annotated[dict[Key, LabelValue], Meta(max_length=MAX_LABELS)] = msgspec.field(
+        default_factory=dict
+    )
 
 
 class RegisterAnswer(_Out, frozen=True, kw_only=True):
@@ -283,10 +298,14 @@ class ResultBody(_In, frozen=True, kw_only=True):
     lease_token: Annotated[str, Meta(min_length=1, max_length=4096)]
     outcome: Outcome
     result: dict[str, Any] | None = None
-    environment: dict[str, str] = msgspec.field(default_factory=dict)
-    duration_s: Annotated[float, Meta(ge=0)] = 0.0
-    timings: dict[str, float] = msgspec.field(default_factory=dict)
-    log: str = ""
+    environment: Annotated[dict[Key, EnvironmentValue], Meta(max_length=64)] = msgspec.field(
+        default_factory=dict
+    )
+    duration_s: Seconds = 0.0
+    timings: Annotated[dict[Key, Seconds], Meta(max_length=64)] = msgspec.field(
+        default_factory=dict
+    )
+    log: Annotated[str, Meta(max_length=MAX_LOG_CHARS)] = ""
 
 
 class ResultAnswer(_Out, frozen=True, kw_only=True):

@@ -4,7 +4,6 @@ the object store and `submitted` is appended. A refused request leaves no event 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import tempfile
@@ -257,9 +256,8 @@ async def accept_submission(
     package = upload.package
     assert package is not None
     lock_key = (submitter.id, idempotency_key or "")
-    locks = ctx.idempotency_locks
-    lock = locks.setdefault(lock_key, asyncio.Lock()) if idempotency_key else asyncio.Lock()
-    async with lock:
+    held = ctx.idempotency_locks.hold(lock_key) if idempotency_key else contextlib.nullcontext()
+    async with held:
         if idempotency_key and (sid := await _earlier_try(ctx, lock_key)):
             return answer_for(ctx, sid)
         _check_admission(ctx, kernel_id, submitter, upload.sha256)

@@ -29,9 +29,12 @@ from multipart import (  # type: ignore[import-untyped]
 
 from kz_api.errors import ApiError
 
-__all__ = ["MEMORY_UPLOAD_BYTES", "Upload", "UploadMemory", "receive_upload"]
+__all__ = ["MEMORY_UPLOAD_BYTES", "TEXT_FIELD_LIMITS", "Upload", "UploadMemory", "receive_upload"]
 
-FIELD_LIMIT = 64 * 1024
+# Characters each text field may hold (any other field: OTHER_FIELD_LIMIT); a field is also cut
+# off while it streams once it passes four bytes a character.
+TEXT_FIELD_LIMITS = {"kernel_id": 400, "submitter_id": 128, "base_commit": 128, "message": 10_000}
+OTHER_FIELD_LIMIT = 1000
 OVERHEAD = 256 * 1024  # form fields and part headers on top of the file
 MEMORY_UPLOAD_BYTES = 1024 * 1024  # a file part up to this size is kept in memory
 MEMORY_UPLOADS_BYTES = 64 * 1024 * 1024  # what all uploads in flight keep in memory together
@@ -59,6 +62,15 @@ def _too_large(limit: int, what: str) -> ApiError:
         "package_too_large",
         f"the {what} must be at most {limit} bytes, got more",
         details={"limit": limit},
+    )
+
+
+def _field_too_large(name: str, limit: int) -> ApiError:
+    return ApiError(
+        400,
+        "invalid_input",
+        f"the form field {name!r} must be at most {limit} characters, got more",
+        details={"field": name, "limit": limit},
     )
 
 
@@ -146,8 +158,9 @@ class _Sink:
     def _data(self, data: bytes | bytearray) -> None:
         if not self.in_file:
             self.buffer += data
-            if len(self.buffer) > FIELD_LIMIT:
-                raise _too_large(FIELD_LIMIT, f"form field {self.name!r}")
+            limit = self._text_limit()
+            if len(self.buffer) > 4 * limit:
+                raise _field_too_large(self.name or "", limit)
             return
         self.upload.size += len(data)
         if self.upload.size > self.limit:
@@ -174,9 +187,15 @@ class _Sink:
                 self.upload.data = bytes(self.buffer)
             self.upload.sha256 = self.hasher.hexdigest()
         elif self.name is not None:
-            self.upload.fields[self.name] = self.buffer.decode("utf-8", errors="replace")
+            text = self.buffer.decode("utf-8", errors="replace")
+            if len(text) > self._text_limit():
+                raise _field_too_large(self.name, self._text_limit())
+            self.upload.fields[self.name] = text
         self.buffer.clear()
         self.name, self.in_file = None, False
+
+    def _text_limit(self) -> int:
+        return TEXT_FIELD_LIMITS.get(self.name or "", OTHER_FIELD_LIMIT)
 
     def close(self) -> None:
         if self.handle is not None:

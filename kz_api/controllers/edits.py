@@ -94,6 +94,7 @@ class EditsController(Controller):
         "/rebase",
         status_code=200,
         operation_class=_RebaseOperation,
+        request_max_body_size=None,  # receive_upload bounds it by KZ_MAX_UPLOAD_BYTES
         responses=errors(401, 404, 409, 413, 415),
         summary="Three-way merge of an edited package onto main",
     )

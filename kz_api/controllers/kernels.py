@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 from litestar import Controller, Response, delete, get, post
 from litestar.di import Provide
-from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
+from litestar.params import FromPath, JSONBody, QueryParameter
 
 from kz_api.auth import Submitter, SubmitterDep, identify_submitter
 from kz_api.context import Ctx
@@ -213,10 +213,10 @@ class KernelsController(Controller):
     async def list_kernels(
         self,
         ctx: Ctx,
-        arch: FromQuery[str | None] = None,
-        op_class: FromQuery[str | None] = None,
-        sub_class: FromQuery[str | None] = None,
-        quant: FromQuery[str | None] = None,
+        arch: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        op_class: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        sub_class: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        quant: Annotated[str | None, QueryParameter(max_length=64)] = None,
         q: Annotated[str | None, QueryParameter(max_length=200)] = None,
         sort: Annotated[
             str,
@@ -226,7 +226,7 @@ class KernelsController(Controller):
             ),
         ] = "id",
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
-        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+        offset: Annotated[int, QueryParameter(ge=0, le=2**63 - 1)] = 0,
     ) -> Response[KernelList]:
         query = KernelQuery(arch, op_class, sub_class, quant, q, sort, limit, offset)
         index = ctx.index_cache.get(ctx.models)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import msgspec
 from litestar import Controller, Response, get, post
 from litestar.di import Provide
 from litestar.openapi import ResponseSpec
@@ -14,6 +15,8 @@ from kz_api.context import Ctx
 from kz_api.errors import ApiError
 from kz_api.leases import LeaseClaim
 from kz_api.models import (
+    MAX_LOG_CHARS,
+    MAX_RESULT_DOCUMENT_BYTES,
     RUNNER_ID_PATTERN,
     ClaimTaskBody,
     HeartbeatAnswer,
@@ -41,6 +44,8 @@ from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 __all__ = ["RunnerController", "RunnersController"]
 
 NO_TASK = ResponseSpec(data_container=None, description="No task within wait_s")
+# A result body holds the log (escaped, it can take a few bytes a character) and the document.
+RESULT_BODY_BYTES = 2 * MAX_LOG_CHARS + 2 * MAX_RESULT_DOCUMENT_BYTES
 LeaseHeader = Annotated[
     str, HeaderParameter(name="X-Lease-Token", description="the task's lease token")
 ]
@@ -166,6 +171,21 @@ def _task_claim(
     return claim
 
 
+def _check_document_size(body: ResultBody) -> None:
+    """Refuse a result document over its limit before anything of the result is stored."""
+    if body.result is None:
+        return
+    size = len(msgspec.json.encode(body.result))
+    if size > MAX_RESULT_DOCUMENT_BYTES:
+        raise ApiError(
+            413,
+            "field_too_large",
+            f"the result document must be at most {MAX_RESULT_DOCUMENT_BYTES} bytes as JSON, "
+            f"got {size}",
+            details={"field": "result", "limit": MAX_RESULT_DOCUMENT_BYTES},
+        )
+
+
 class RunnersController(Controller):
     path = "/api"
     tags = ["runner"]
@@ -173,6 +193,7 @@ class RunnersController(Controller):
     @post(
         "/submissions/{submission_id:str}/result",
         status_code=200,
+        request_max_body_size=RESULT_BODY_BYTES,
         dependencies={"runner": Provide(identify_runner)},
         responses=errors(401, 403, 404, 409),
         summary="Report a result for the lease held",
@@ -180,6 +201,7 @@ class RunnersController(Controller):
     async def result(
         self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], data: JSONBody[ResultBody]
     ) -> ResultAnswer:
+        _check_document_size(data)
         status, version = await report_result(ctx, runner, submission_id, data)
         return ResultAnswer(status=status, version=version)
 

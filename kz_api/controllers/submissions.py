@@ -6,10 +6,11 @@ from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
-from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, QueryParameter
+from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 
 from kz_api.auth import SubmitterDep, identify_submitter
 from kz_api.context import Ctx
+from kz_api.controllers.events import MAX_SEQ
 from kz_api.errors import ApiError
 from kz_api.models import (
     CancelBody,
@@ -59,6 +60,7 @@ class SubmissionsController(Controller):
         "/",
         status_code=202,
         operation_class=_SubmitOperation,
+        request_max_body_size=None,  # receive_upload bounds it by KZ_MAX_UPLOAD_BYTES
         responses=errors(401, 403, 409, 413, 415, 429),
         summary="Submit a kernel package",
     )
@@ -80,16 +82,16 @@ class SubmissionsController(Controller):
     async def list_submissions(
         self,
         ctx: Ctx,
-        kernel_id: FromQuery[str | None] = None,
-        submitter_id: FromQuery[str | None] = None,
-        status: FromQuery[str | None] = None,
-        arch: FromQuery[str | None] = None,
+        kernel_id: Annotated[str | None, QueryParameter(max_length=400)] = None,
+        submitter_id: Annotated[str | None, QueryParameter(max_length=128)] = None,
+        status: Annotated[str | None, QueryParameter(max_length=64)] = None,
+        arch: Annotated[str | None, QueryParameter(max_length=64)] = None,
         suspect: Annotated[
             bool | None,
             QueryParameter(description="true: marked suspect and not cleared; false: the rest"),
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
-        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+        offset: Annotated[int, QueryParameter(ge=0, le=MAX_SEQ)] = 0,
     ) -> SubmissionList:
         views = [
             v
@@ -122,7 +124,7 @@ class SubmissionsController(Controller):
         ctx: Ctx,
         submitter: SubmitterDep,
         submission_id: FromPath[str],
-        since: Annotated[int | None, QueryParameter(ge=0)] = None,
+        since: Annotated[int | None, QueryParameter(ge=0, le=MAX_SEQ)] = None,
         timeout: Annotated[float | None, QueryParameter(ge=0, le=MAX_LONGPOLL_S)] = None,
     ) -> StatusDoc:
         view = await current_submission_view(ctx, submission_id)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
+import nats.errors
 from litestar import Controller, Response, get
 from litestar.openapi import ResponseSpec
 from litestar.params import HeaderParameter, QueryParameter
 
 from kz_api.context import Ctx
+from kz_api.controllers.events import MAX_SEQ
 from kz_api.errors import ApiError
 from kz_api.index_cache import RenderedIndex, rendered
 from kz_api.metrics import render_metrics
@@ -26,11 +28,12 @@ NOT_MODIFIED = ResponseSpec(data_container=None, description="Not modified")
 
 
 async def _log_seq(ctx: Ctx) -> int | None:
+    """The log's last sequence; None when NATS is away or the event stream is gone."""
     if not ctx.log.connected:
         return None
     try:
         return await ctx.log.last_seq()
-    except LogUnavailable:
+    except (LogUnavailable, nats.errors.Error):
         return None
 
 
@@ -40,8 +43,12 @@ async def _index_at(ctx: Ctx, at: int) -> RenderedIndex:
         raise ApiError(
             400, "invalid_input", f"at must be at most the log's last sequence {last}, got {at}"
         )
-    state = await build_index(ctx.log, ctx.packages, upto=at)
-    return rendered(render_index(state), at)
+
+    async def build(upto: int) -> RenderedIndex:
+        state = await build_index(ctx.log, ctx.packages, upto=upto)
+        return rendered(render_index(state), upto)
+
+    return await ctx.time_travel.get(at, build)
 
 
 def _index_response(
@@ -92,7 +99,7 @@ class SystemController(Controller):
             raise ApiError(
                 503,
                 "log_unavailable",
-                "the event log (NATS) is unreachable",
+                "the event log (NATS, stream KZ_EVENTS) is unreachable or gone",
                 details=msgspec.to_builtins(doc),
             )
         return doc
@@ -105,7 +112,7 @@ class SystemController(Controller):
     async def index(
         self,
         ctx: Ctx,
-        at: Annotated[int | None, QueryParameter(ge=0)] = None,
+        at: Annotated[int | None, QueryParameter(ge=0, le=MAX_SEQ)] = None,
         if_none_match: Annotated[
             str | None, HeaderParameter(name="If-None-Match", required=False)
         ] = None,
