@@ -12,13 +12,16 @@ from pathlib import Path
 from nats.js.errors import NotFoundError
 
 from kz_events.eventlog import EventLog
+from kz_events.events import EventMeta, RunnerRegistered
 from kz_events.server import EmbeddedServer, free_port
 from kz_events.subjects import LOGS_BUCKET, PACKAGES_BUCKET
 from kz_testing import KzProcess, kz_argv, package_files, package_tarball
 
 __all__ = [
+    "HEAD_TIMEOUT_S",
     "KERNEL",
     "RUNNER_KEY",
+    "SLOW_READER_S",
     "TOKEN",
     "UPLOAD_LIMIT",
     "ApiProcess",
@@ -28,12 +31,15 @@ __all__ = [
     "parse_answer",
     "raw_request",
     "read_all",
+    "seed_registrations",
     "tarball",
 ]
 
 TOKEN = "hostile-test-token-alice"
 RUNNER_KEY = "hostile-test-runner-key"
 UPLOAD_LIMIT = 256 * 1024
+HEAD_TIMEOUT_S = 2.0  # short, so the suite sees slow request heads cut off quickly
+SLOW_READER_S = 4.0  # likewise for clients that stop reading their answer
 KERNEL = "cpu/Norm/RMSNorm/fp32/hostile"
 
 
@@ -85,6 +91,8 @@ class ApiProcess:
             "KZ_RUNNER_KEYS_JSON": f'{{"{RUNNER_KEY}": ["cpu"]}}',
             "KZ_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),
             "KZ_LEASE_SECRET": "hostile-test-lease-secret-0123456789",
+            "KZ_HEAD_TIMEOUT_S": str(HEAD_TIMEOUT_S),
+            "KZ_SLOW_READER_S": str(SLOW_READER_S),
             "TMPDIR": str(self.scratch),
         }
         self.process = KzProcess("api", kz_argv("api"), env, self.log_path).start()
@@ -106,6 +114,29 @@ class ApiProcess:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
         raise RuntimeError("no VmRSS line in /proc status")
+
+
+async def seed_registrations(url: str, count: int, label_bytes: int = 4096) -> None:
+    """Append `count` runner registrations of about `label_bytes` each, straight to the log."""
+    elog = await EventLog.connect(url, name="hostile-seed")
+    labels = {f"l{i:02d}": "x" * (label_bytes // 16) for i in range(16)}
+    try:
+        for start in range(0, count, 50):
+            await asyncio.gather(
+                *(
+                    elog.append(
+                        RunnerRegistered(
+                            **EventMeta.now(f"seed-{i}").fields(),
+                            runner_id=f"seed-{i}",
+                            arches=["cpu"],
+                            labels=labels,
+                        )
+                    )
+                    for i in range(start, min(start + 50, count))
+                )
+            )
+    finally:
+        await elog.close()
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Hostile clients against `kz api` as a real process: wrong and missing auth, malformed JSON and
-multipart, bodies over the limit, slow-loris connections, endless headers and 2,000 long-polls.
+multipart, bodies over the limit, slow-loris connections, endless headers, 2,000 long-polls,
+event-feed readers that never read, cursors past the log, oversized registrations and a crowd
+asking for past indexes.
 
 The server must answer each with the error envelope (or close the connection), keep serving a
 normal request meanwhile, keep its memory bounded, and leave no event and no object behind.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -18,8 +21,10 @@ from typing import Any
 import httpx
 import pytest
 from hostile_helpers import (
+    HEAD_TIMEOUT_S,
     KERNEL,
     RUNNER_KEY,
+    SLOW_READER_S,
     TOKEN,
     UPLOAD_LIMIT,
     ApiProcess,
@@ -28,6 +33,7 @@ from hostile_helpers import (
     parse_answer,
     raw_request,
     read_all,
+    seed_registrations,
     tarball,
 )
 
@@ -37,6 +43,7 @@ MIB = 1024 * 1024
 # Generous bounds on the API process's resident memory above its idle baseline.
 ATTACK_RSS_BOUND = 300 * MIB
 AFTER_RSS_BOUND = 200 * MIB
+FEED_RSS_BOUND = 150 * MIB  # 100 stalled event streams: before the bounds they took 500 MiB
 SUBMITTER = {"Authorization": f"Bearer {TOKEN}"}
 RUNNER = {"X-Runner-Key": RUNNER_KEY}
 
@@ -294,7 +301,8 @@ async def test_bodies_over_the_limit_are_refused_with_413(api: ApiProcess) -> No
     for why, (answer, sent) in streamed.items():
         assert sent < total, f"{why}: no answer before the whole body went out"
         assert answer.status == 413, (why, answer)
-        assert envelope(answer)["code"] == "package_too_large", why
+        expected = "body_too_large" if why.startswith("JSON") else "package_too_large"
+        assert envelope(answer)["code"] == expected, why
     assert api.rss_bytes() - rss_before < AFTER_RSS_BOUND
 
 
@@ -320,7 +328,8 @@ async def _loris(port: int, head: bytes, trickle: bytes, stop: asyncio.Event) ->
 
 async def test_slow_loris_clients_do_not_starve_others(api: ApiProcess) -> None:
     """300 connections trickling request heads and upload bodies a byte at a time leave the
-    server answering others, with bounded memory and no trace."""
+    server answering others, with bounded memory and no trace; those still sending their head
+    after the head timeout are cut off."""
     stop = asyncio.Event()
     heads = (
         b"GET /api/kernels HTTP/1.1\r\nHost: t\r\nX-Slow: ",
@@ -339,10 +348,12 @@ async def test_slow_loris_clients_do_not_starve_others(api: ApiProcess) -> None:
         rss_during = api.rss_bytes()
         for _ in range(3):
             await control_request(api)
+        await asyncio.sleep(HEAD_TIMEOUT_S)
         stop.set()
-        await asyncio.gather(*tasks)
+        closed = await asyncio.gather(*tasks)
     assert api.alive()
     assert rss_during - rss_before < ATTACK_RSS_BOUND
+    assert all(closed[0::2]), f"{closed[0::2].count(False)} slow request heads were not cut off"
     await control_request(api)
 
 
@@ -350,18 +361,21 @@ async def test_endless_request_head_is_cut_off(api: ApiProcess) -> None:
     """A client that sends header lines without end is answered or dropped after a bounded
     amount, instead of the server buffering it all."""
     reader, writer = await asyncio.open_connection("127.0.0.1", api.port)
+    answered = asyncio.create_task(read_all(reader, 60))  # a client stops once answered
     sent = 0
     try:
         writer.write(b"GET /api/health HTTP/1.1\r\nHost: t\r\n")
-        while sent < 16 * MIB and not reader.at_eof():
+        while sent < 16 * MIB and not answered.done():
             line = b"X-Pad-%d: " % sent + b"a" * 1000 + b"\r\n"
             writer.write(line)
             await writer.drain()
+            await asyncio.sleep(0)  # let the answer in
             sent += len(line)
     except ConnectionError:
         pass  # reset by the server: cut off
     finally:
         writer.close()
+        answered.cancel()
     assert sent < 1 * MIB, f"the server kept reading a request head of {sent} bytes"
     await control_request(api)
 
@@ -409,3 +423,132 @@ async def test_two_thousand_long_polls_held_and_woken(api: ApiProcess, tmp_path:
     assert statuses == ["cancelled"] * 2000, sorted(set(map(str, statuses)))
     assert rss_during - rss_before < ATTACK_RSS_BOUND
     assert api.rss_bytes() - rss_before < ATTACK_RSS_BOUND
+
+
+async def test_a_request_head_not_done_in_time_gets_408(api: ApiProcess) -> None:
+    """A connection that has not finished its request head within the head timeout (or sent
+    nothing at all) gets a 408 envelope and is closed; a kept-alive connection is timed the
+    same way for each new request."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", api.port)
+    idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", api.port)
+    try:
+        writer.write(b"GET /api/health HTTP/1.1\r\nHost: t\r\nX-Half: ")
+        await writer.drain()
+        answer = parse_answer(await read_all(reader, HEAD_TIMEOUT_S + 5))
+        idle = parse_answer(await read_all(idle_reader, HEAD_TIMEOUT_S + 5))
+    finally:
+        writer.close()
+        idle_writer.close()
+    for got in (answer, idle):
+        assert got.status == 408 and envelope(got)["code"] == "request_timeout", got
+    reader, writer = await asyncio.open_connection("127.0.0.1", api.port)
+    try:
+        writer.write(b"GET /api/health HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert parse_answer(await read_all(reader, 10)).status == 200
+        writer.write(b"GET /api/health HTTP/1.1\r\nHost: t\r\n")  # never ends
+        await writer.drain()
+        second = parse_answer(await read_all(reader, HEAD_TIMEOUT_S + 5))
+    finally:
+        writer.close()
+    assert second.status == 408, second
+
+
+async def _open_feed(port: int, last_event_id: int) -> tuple[asyncio.StreamReader, Any]:
+    """A `GET /api/events` whose client has a tiny receive buffer and never reads."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock, limit=4096)
+    writer.write(
+        f"GET /api/events HTTP/1.1\r\nHost: t\r\nLast-Event-ID: {last_event_id}\r\n\r\n".encode()
+    )
+    await writer.drain()
+    return reader, writer
+
+
+TCP_STATES_ENDED = {7, 8}  # TCP_CLOSE (reset), TCP_CLOSE_WAIT (the server's FIN came)
+
+
+def _ended_by_server(writer: Any) -> bool:
+    """Whether the server ended the connection (reset or closed), seen without reading: the
+    client has stopped reading, so its transport would not notice."""
+    sock = writer.get_extra_info("socket")
+    state = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
+    return state in TCP_STATES_ENDED
+
+
+async def _until_all_dropped(writers: list[Any], timeout_s: float) -> int:
+    """Wait (without reading) until the server ended every connection; how many it kept."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        kept = sum(not _ended_by_server(w) for w in writers)
+        if kept == 0:
+            return 0
+        await asyncio.sleep(0.5)
+    return sum(not _ended_by_server(w) for w in writers)
+
+
+async def test_event_feed_readers_that_never_read_are_dropped(api: ApiProcess) -> None:
+    """100 unauthenticated event streams from sequence 0 over a log of about 10 MB whose
+    clients never read keep the API's memory bounded, leave others served, and are dropped by
+    the server once they have read nothing for the slow-reader timeout."""
+    await seed_registrations(api.nats.url, 2500)
+    rss_before = api.rss_bytes()
+    feeds = [await _open_feed(api.port, 0) for _ in range(100)]
+    await asyncio.sleep(2)
+    rss_during = api.rss_bytes()
+    await control_request(api)
+    # Each stream fills its connection at the pace the shared machine allows, then stalls.
+    kept = await _until_all_dropped([w for _, w in feeds], SLOW_READER_S + 60)
+    for _, writer in feeds:
+        writer.close()
+    assert kept == 0, f"{kept} of 100 stalled streams were kept open"
+    assert rss_during - rss_before < FEED_RSS_BOUND, (rss_before, rss_during)
+    await control_request(api)
+    assert api.rss_bytes() - rss_before < FEED_RSS_BOUND
+
+
+async def test_a_cursor_past_the_log_is_400_at_once(api: ApiProcess) -> None:
+    """`Last-Event-ID: 10^26` (and one just past the head) are refused with 400 at once."""
+    for value in (str(10**26), "999999999"):
+        answer = await raw_request(
+            api.port, f"GET /api/events HTTP/1.1\r\nHost: t\r\nLast-Event-ID: {value}", timeout_s=5
+        )
+        assert answer.status == 400, (value, answer)
+        assert envelope(answer)["code"] in {"invalid_input", "invalid_cursor"}
+
+
+async def test_oversized_registrations_are_refused_and_store_nothing(api: ApiProcess) -> None:
+    """Ten registrations carrying 7 MiB of labels each are refused with 413 and stored
+    nowhere; /api/runners stays small."""
+    labels = {f"l{i}": "y" * MIB for i in range(7)}
+    async with httpx.AsyncClient(base_url=api.base, timeout=60) as client, leaves_no_trace(api):
+        for i in range(10):
+            resp = await client.post(
+                "/api/runner/register",
+                json={"runner_id": f"big{i}", "arches": ["cpu"], "labels": labels},
+                headers=RUNNER,
+            )
+            assert resp.status_code == 413 and envelope(resp)["code"] == "body_too_large"
+        runners = await client.get("/api/runners")
+    assert runners.status_code == 200 and len(runners.content) < 20 * MIB
+
+
+async def test_a_crowd_asking_for_past_indexes_is_limited(api: ApiProcess) -> None:
+    """40 anonymous requests for 40 different past indexes at once: the API folds the log for
+    only a few of them, tells the others to come back (429 with Retry-After), and keeps
+    serving others meanwhile."""
+    async with httpx.AsyncClient(base_url=api.base, timeout=120) as client:
+        last = (await client.get("/api/health")).json()["nats"]["stream_seq"]
+        if last < 100:  # run alone: give the crowd 40 distinct positions to ask for
+            await seed_registrations(api.nats.url, 100)
+            last += 100
+        asks = [client.get(f"/api/index.json?at={max(1, last - i)}") for i in range(40)]
+        answers = await asyncio.gather(*asks, control_request(api))
+    codes = [resp.status_code for resp in answers[:40]]
+    assert set(codes) <= {200, 429}, codes
+    assert codes.count(200) <= 8 and codes.count(429) >= 30, codes
+    refused = next(resp for resp in answers[:40] if resp.status_code == 429)
+    assert envelope(refused)["code"] == "rate_limited" and refused.headers["retry-after"]

@@ -1,5 +1,7 @@
 """A bounded schemathesis run against a live server: no 5xx, and every response (status,
-content type, body) matches the OpenAPI document the app publishes."""
+content type, body) matches the OpenAPI document the app publishes; then every numeric
+parameter of every operation pushed past its range, and every string parameter made huge,
+which must never get a 5xx either."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import os
 import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 import schemathesis
 from api_helpers import SECRET
@@ -117,3 +121,49 @@ def _hit_the_interpreter_ast_bug(exc: BaseException) -> bool:
             seen.extend(current.exceptions)
         seen.extend(e for e in (current.__cause__, current.__context__) if e is not None)
     return False
+
+
+# Values past any range a numeric parameter has (too big for int64, negative, not finite),
+# and strings far longer than any field allows.
+BAD_NUMBERS = ["-1", str(2**64), str(10**30), "1e999", "NaN", "0x10", ""]
+LONG_STRING = "s" * 10_000
+
+
+def _bad_requests(schema: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, str], bool]]:
+    """(method, url, headers, refused) for each operation and each parameter, that parameter
+    bad and the others at a harmless value; `refused`: the answer must be a 4xx (a long value
+    of a header such as If-None-Match may be simply ignored)."""
+    for template, operations in schema["paths"].items():
+        for method, op in operations.items():
+            params = [p for p in op.get("parameters", []) if isinstance(p, dict)]
+            for bad in params:
+                kind = bad.get("schema", {}).get("type", "string")
+                values = BAD_NUMBERS if kind in ("integer", "number") else [LONG_STRING]
+                for value in values:
+                    path, query, headers = template, [], dict(HEADERS)
+                    for param in params:
+                        given = value if param is bad else "1"
+                        if param["in"] == "path":
+                            path = path.replace("{" + param["name"] + "}", given)
+                        elif param["in"] == "query" and (param is bad or param.get("required")):
+                            query.append(f"{param['name']}={given}")
+                        elif param["in"] == "header" and param is bad:
+                            headers[param["name"]] = given
+                    url = path + ("?" + "&".join(query) if query else "")
+                    refused = bad["in"] != "header" or values is BAD_NUMBERS
+                    yield method.upper(), url, headers, refused
+
+
+def test_out_of_range_numbers_and_huge_strings_never_get_a_5xx(live_url: str) -> None:
+    """Every numeric parameter past its range and every string parameter of 10,000 characters,
+    on every operation (the event feed too: a bad cursor answers at once), is a 4xx."""
+    with httpx.Client(base_url=live_url, timeout=30) as client:
+        schema = client.get("/schema/openapi.json").json()
+        answered = []
+        for method, url, headers, refused in _bad_requests(schema):
+            resp = client.request(method, url, headers=headers)
+            assert resp.status_code < 500, (method, url[:120], resp.status_code, resp.text[:200])
+            if refused:
+                assert resp.status_code >= 400, (method, url[:120], resp.status_code)
+            answered.append(resp.status_code)
+    assert len(answered) > 50
