@@ -419,6 +419,9 @@ class BoardDoc(_Out, frozen=True, kw_only=True):
     reviewed_at: str | None
     judge_kernel: str | None
     kernels: list[str]
+    # On the board detail only: kernels whose benchmark.py or build_test_env.py differ from
+    # the board's judge (null: not compared, e.g. in listings or past 100 kernels).
+    other_judges: list[str] | None = None
 
 
 class BoardList(_Out, frozen=True, kw_only=True):

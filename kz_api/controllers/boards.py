@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
+import anyio.to_thread
 from litestar import Controller, get, post
 from litestar.di import Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
@@ -14,18 +16,48 @@ from kz_api.errors import ApiError
 from kz_api.models import BoardDoc, BoardList, ReviewBoardBody
 from kz_api.openapi import errors
 from kz_api.service import append_seen
+from kz_events.errors import ObjectNotFound
 from kz_events.events import BoardReviewed, EventMeta
 from kz_events.ids import KernelId
-from kz_events.subjects import aggregate_filter
+from kz_events.subjects import JUDGES_BUCKET, aggregate_filter, judge_key
+from kz_package import Limits, read_package
+from kz_package.judge import board_judge_changes
 from kz_projector.index import BoardInfo
 
 __all__ = ["BoardsController"]
 
 BOARD = "/{arch:str}/{op_class:str}/{sub_class:str}/{quant:str}"
+MAX_COMPARED = 100  # kernels whose judges the board detail compares with the board's
 
 
 def board_doc(board: BoardInfo) -> BoardDoc:
     return BoardDoc(**board.doc())
+
+
+async def _bundle(ctx: Ctx, kernel_id: str) -> bytes | None:
+    try:
+        return await ctx.log.get_object_bytes(JUDGES_BUCKET, judge_key(kernel_id))
+    except ObjectNotFound:
+        return None
+
+
+def _differing(judge: bytes, others: dict[str, bytes]) -> list[str]:
+    board = read_package(judge, Limits())
+    return [k for k, b in others.items() if board_judge_changes(board, read_package(b, Limits()))]
+
+
+async def other_judges(ctx: Ctx, board: BoardInfo) -> list[str] | None:
+    """The board's kernels whose judge scripts differ from the board's judge (kernels without
+    a stored judge bundle are left out); None when the board is too large to compare."""
+    judge = board.judge
+    if judge is None or len(board.kernels) > MAX_COMPARED:
+        return None
+    bundles = await asyncio.gather(*(_bundle(ctx, k) for k in board.kernels))
+    found = {k: b for k, b in zip(board.kernels, bundles, strict=True) if b is not None}
+    if judge not in found:
+        return None
+    others = {k: b for k, b in found.items() if k != judge}
+    return await anyio.to_thread.run_sync(_differing, found[judge], others)
 
 
 def _board(ctx: Ctx, arch: str, op_class: str, sub_class: str, quant: str) -> BoardInfo:
@@ -66,7 +98,8 @@ class BoardsController(Controller):
         sub_class: FromPath[str],
         quant: FromPath[str],
     ) -> BoardDoc:
-        return board_doc(_board(ctx, arch, op_class, sub_class, quant))
+        board = _board(ctx, arch, op_class, sub_class, quant)
+        return BoardDoc(**board.doc(), other_judges=await other_judges(ctx, board))
 
     @post(
         BOARD + "/review",

@@ -83,6 +83,23 @@ async def test_maintainers_may_bring_another_judge(api: Api) -> None:
     assert resp.status_code == 202, resp.text
 
 
+async def test_the_board_detail_names_kernels_with_another_judge(api: Api) -> None:
+    """A board whose kernels disagree (a maintainer brought another judge) lists the kernels
+    whose judge differs from the board's; the listing does not compare."""
+    await import_kernel(api)
+    await put_judge(api)
+    resp = await api.submit(
+        tarball(kernel_id=OTHER, benchmark=OWN_JUDGE), kernel_id=OTHER, who="maintainer"
+    )
+    await accept(api, resp.json()["submission_id"])
+    await put_judge(api, OTHER, benchmark=OWN_JUDGE)
+    board = (await api.client.get(f"/api/boards/{BOARD}")).json()
+    assert board["judge_kernel"] == KERNEL and board["kernels"] == [KERNEL, OTHER]
+    assert board["other_judges"] == [OTHER]
+    listed = (await api.client.get("/api/boards")).json()["items"]
+    assert [b["other_judges"] for b in listed] == [None]
+
+
 async def test_an_existing_kernels_judge_still_cannot_change(api: Api) -> None:
     """Today's rule stands: an existing kernel's judge changes only by a maintainer."""
     await import_kernel(api)
