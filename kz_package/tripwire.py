@@ -49,6 +49,7 @@ CODES: dict[str, str] = {
     "startup_hook": "ships a .pth file or a sitecustomize/usercustomize module",
     "native_code": "ships a shared object or other native binary",
     "bytecode": "ships compiled Python bytecode",
+    "system_paths": "names /proc, /dev/shm or /dev/mem (other processes' memory and files)",
     "unparseable": "has a Python file that does not parse",
     "not_scanned": "has Python source past the scan's limits (128 KiB a file, 512 KiB in all)",
     "too_many_hits": "has more hits than are listed",
@@ -68,6 +69,8 @@ class Hit:
 # --- what counts ----------------------------------------------------------------------------
 
 _MODULES: dict[str, str] = {
+    "marshal": "dynamic_code",
+    "pickle": "dynamic_code",
     "inspect": "frame_walking",
     "traceback": "frame_walking",
     "gc": "gc",
@@ -118,6 +121,7 @@ _ATTRS: dict[str, str] = {
     "__code__": "code_edit",
     "co_code": "code_edit",
     "CodeType": "code_edit",
+    "FunctionType": "code_edit",
     "settrace": "tracing",
     "setprofile": "tracing",
     "addaudithook": "tracing",
@@ -191,6 +195,8 @@ _SCRATCH_HINTS = frozenset(
         "TEMP",
     ]
 )
+# Paths a candidate has no business naming (looked for, never opened here).
+_SYSTEM_PATHS = ("/proc/", "/dev/shm", "/dev/mem")  # noqa: S108
 _WRITE_FLAGS = frozenset({"O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND", "O_TRUNC"})
 
 # Top-level names in src/ that would shadow what the judge, the harness or common kernels
@@ -387,6 +393,8 @@ class _Visitor(ast.NodeVisitor):
             self.add("sys_modules", node, "uses sys.modules")
         elif base == "os" and node.attr == "environ":
             self._environ(node)
+        elif base in ("sys", "builtins") and node.attr == "__dict__":
+            self.add("sys_modules" if base == "sys" else "builtins", node, f"uses {base}.__dict__")
         self.generic_visit(node)
 
     def _environ(self, node: ast.Attribute) -> None:
@@ -421,8 +429,10 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(text, str):
             if text.startswith("KZ_"):
                 self.add("env_access", node, f"names the variable {text[:40]!r}")
-            elif "/proc/self/environ" in text or "/proc/1/" in text:
+            elif "/proc/self/environ" in text:
                 self.add("env_access", node, f"names {text[:40]!r}")
+            elif any(p in text for p in _SYSTEM_PATHS):
+                self.add("system_paths", node, f"names {text[:40]!r}")
             elif text in _SPELLED:
                 self.add(_SPELLED[text], node, f"spells {text!r} in a string")
 
@@ -432,6 +442,11 @@ class _Visitor(ast.NodeVisitor):
             self.add(_CODE_CALLS[func.id], node, f"calls {func.id}()")
         if isinstance(func, ast.Name) and func.id in ("getattr", "setattr", "delattr"):
             self._getattr(node, func.id)
+        if isinstance(func, ast.Name) and func.id == "vars" and node.args:
+            target = self._module(node.args[0])
+            if target in ("sys", "builtins"):
+                code = "sys_modules" if target == "sys" else "builtins"
+                self.add(code, node, f"vars({target})")
         computed = not node.args or _const_str(node.args[0]) is None
         if isinstance(func, ast.Attribute) and func.attr == "getenv" and computed:
             self.add("env_access", node, "calls getenv() with a computed name")

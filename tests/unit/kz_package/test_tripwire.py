@@ -70,6 +70,13 @@ PYTHON_CASES = [
     ("import kz_harness\n", "module_shadowing"),
     ("import os\ngetattr(os, '_exit')(0)\n", "early_exit"),
     ("import sys\nsys.settrace(None)\n", "tracing"),
+    ("import sys\nm = vars(sys)['modules']\n", "sys_modules"),
+    ("import sys\nm = sys.__dict__\n", "sys_modules"),
+    ("import marshal\n", "dynamic_code"),
+    ("import types\nf = types.FunctionType\n", "code_edit"),
+    ("text = open('/proc/self/maps').read()\n", "system_paths"),
+    ("import os\nnames = os.listdir('/dev/shm')\n", "system_paths"),
+    ("data = open('/proc/self/environ', 'rb').read()\n", "env_access"),
     ("def k(:\n", "unparseable"),
 ]
 
