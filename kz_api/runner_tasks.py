@@ -28,7 +28,16 @@ from kz_events.events import (
     checked_event,
 )
 from kz_events.ids import KernelId
-from kz_events.lifecycle import OPEN, Claim, ReportResult, Status, decide, fold
+from kz_events.lifecycle import (
+    HOLDER_GONE_AFTER,
+    OPEN,
+    RELEASED_PHASE,
+    Claim,
+    ReportResult,
+    Status,
+    decide,
+    fold,
+)
 from kz_events.subjects import (
     EVENTS_STREAM,
     LOGS_BUCKET,
@@ -126,6 +135,7 @@ async def _try_claim(
     subject = aggregate_filter("submission", arch, event.submission_id)
     state = fold(await ctx.log.load(subject))
     attempt = state.attempt + 1  # counted from the log, not by deliveries (kz_runner.native)
+    seen, phase = await ctx.log.lease_signs(arch, event.submission_id, state.lease_id)
     lease_id = str(uuid.uuid4())
     try:
         events = decide(
@@ -135,9 +145,9 @@ async def _try_claim(
                 runner_id=runner_id,
                 lease_id=lease_id,
                 attempt=attempt,
-                holder_seen_at=await ctx.log.lease_seen_at(
-                    arch, event.submission_id, state.lease_id),
-                lease_s=ctx.settings.lease_s,
+                holder_seen_at=seen,
+                holder_released=phase == RELEASED_PHASE,
+                lease_s=ctx.settings.lease_s * HOLDER_GONE_AFTER,
             ),
         )
         await append_seen(ctx, events, expect=state.version, expect_on=subject)

@@ -301,16 +301,17 @@ class EventLog:
             return None
         return checked_event(str(msg.subject), msg.data or b"")
 
-    async def lease_seen_at(
+    async def lease_signs(
         self, arch: str, submission_id: str, lease_id: str | None
-    ) -> datetime | None:
-        """When the newest heartbeat of the lease `lease_id` on a task was sent, or None."""
+    ) -> tuple[datetime | None, str]:
+        """When the newest heartbeat of the lease `lease_id` on a task was sent (None: there is
+        none), and its phase (the runner's "released" when it handed the task back)."""
         if lease_id is None:
-            return None
+            return None, ""
         beat = await self.last_live(live_subject("task", arch, submission_id))
         if not isinstance(beat, TaskHeartbeat) or beat.lease_id != lease_id:
-            return None
-        return beat.occurred_at
+            return None, ""
+        return beat.occurred_at, beat.phase
 
     # --- reading ------------------------------------------------------------------------
 

@@ -39,6 +39,8 @@ from kz_events.events import (
 )
 
 __all__ = [
+    "HOLDER_GONE_AFTER",
+    "RELEASED_PHASE",
     "TERMINAL",
     "Cancel",
     "Claim",
@@ -154,6 +156,7 @@ class Claim(msgspec.Struct, frozen=True, kw_only=True):
     lease_id: str
     attempt: int
     holder_seen_at: datetime | None = None
+    holder_released: bool = False  # the current lease's runner handed the task back
     lease_s: float = 0.0
 
 
@@ -284,7 +287,8 @@ def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
             f"attempt {cmd.attempt} is not newer than the current attempt {state.attempt}",
         )
     if state.status is Status.RUNNING and not lease_lapsed(
-        state, cmd.holder_seen_at, cmd.meta.occurred_at, cmd.lease_s
+        state, cmd.holder_seen_at, cmd.meta.occurred_at, cmd.lease_s,
+        released=cmd.holder_released,
     ):
         raise _refuse(
             "stale_lease",
@@ -303,15 +307,28 @@ def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
     ]
 
 
+# A runner claiming a running task passes `Claim.lease_s` = this fraction of the lease: JetStream
+# redelivers a full lease after the holder's last heartbeat, so a lost runner's task is taken
+# over at once, while a live holder beats every heartbeat interval, well inside half a lease,
+# and a redelivery it did not cause (the server lost its consumer state) is handed back.
+HOLDER_GONE_AFTER = 0.5
+RELEASED_PHASE = "released"  # a task heartbeat's phase when its runner hands the task back
+
+
 def lease_lapsed(
-    state: SubmissionState, holder_seen_at: datetime | None, now: datetime, lease_s: float
+    state: SubmissionState,
+    holder_seen_at: datetime | None,
+    now: datetime,
+    lease_s: float,
+    *,
+    released: bool = False,
 ) -> bool:
     """Whether the current claim showed no sign of life (its claim, or `holder_seen_at`, the
-    newest heartbeat of its lease) for longer than `lease_s` at `now`; a lease of 0 s always
-    has. Only a running submission holds a lease."""
+    newest heartbeat of its lease) for longer than `lease_s` at `now`; a lease of 0 s, or one
+    its runner `released`, always has. Only a running submission holds a lease."""
     if state.status is not Status.RUNNING:
         return False
-    if lease_s <= 0:
+    if lease_s <= 0 or released:
         return True
     signs = [t for t in (state.claimed_at, holder_seen_at) if t is not None]
     if not signs:

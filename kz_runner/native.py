@@ -32,7 +32,9 @@ from kz_events.events import (
     checked_event,
 )
 from kz_events.lifecycle import (
+    HOLDER_GONE_AFTER,
     OPEN,
+    RELEASED_PHASE,
     Claim,
     Command,
     ReportResult,
@@ -179,15 +181,16 @@ class NativeTransport:
         assert self.info is not None
         for _ in range(5):
             state = guess if guess is not None else await self._state(arch, submission_id)
-            seen = (await self.log.lease_seen_at(arch, submission_id, state.lease_id)
-                    if guess is None else None)
+            seen, phase = (await self.log.lease_signs(arch, submission_id, state.lease_id)
+                           if guess is None else (None, ""))
             command = Claim(
                 meta=EventMeta.now(self.info.runner_id),
                 runner_id=self.info.runner_id,
                 lease_id=lease_id,
                 attempt=state.attempt + 1,
                 holder_seen_at=seen,
-                lease_s=self.lease_s,
+                holder_released=phase == RELEASED_PHASE,
+                lease_s=self.lease_s * HOLDER_GONE_AFTER,
             )
             try:
                 event = decide(state, command)[0]
@@ -279,7 +282,21 @@ class NativeTransport:
         )
 
     async def hand_back(self, lease: Lease) -> None:
+        """Give the task up now: a last heartbeat says the lease is released, so the runner
+        that gets the redelivery takes it over at once instead of waiting for it to lapse."""
         self._claimed.pop(lease.lease_id, None)
+        assert self.info is not None
+        await self.log.publish_live(
+            TaskHeartbeat(
+                **EventMeta.now(self.info.runner_id).fields(),
+                submission_id=lease.submission_id,
+                kernel_id=lease.kernel_id,
+                runner_id=self.info.runner_id,
+                attempt=lease.attempt,
+                lease_id=lease.lease_id,
+                phase=RELEASED_PHASE,
+            )
+        )
         await lease.handle.nak()
 
     async def close(self) -> None:

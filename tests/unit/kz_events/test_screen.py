@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pytest
 
 from kz_events.errors import RuleViolation
@@ -176,3 +177,14 @@ def test_claimed_at_and_first_claim_are_folded() -> None:
     later = T0 + timedelta(seconds=30)
     state = fold([(1, submitted()), (2, claimed(at=T0)), (3, claimed(attempt=2, at=later))])
     assert (state.attempt, state.claimed_at, state.first_claimed_at) == (2, later, T0)
+
+
+def test_a_released_lease_is_taken_over_at_once() -> None:
+    """A runner that hands its task back says so in a last heartbeat: the next claim need not
+    wait for the lease to lapse."""
+    state = fold([(1, submitted()), (2, claimed(at=T0))])
+    now = T0 + timedelta(seconds=1)
+    assert not lease_lapsed(state, now, now, 10)
+    assert lease_lapsed(state, now, now, 10, released=True)
+    [event] = decide(state, msgspec.structs.replace(claim(2, now, now), holder_released=True))
+    assert isinstance(event, SubmissionClaimed) and event.attempt == 2
