@@ -49,6 +49,8 @@ CODES: dict[str, str] = {
     "startup_hook": "ships a .pth file or a sitecustomize/usercustomize module",
     "native_code": "ships a shared object or other native binary",
     "bytecode": "ships compiled Python bytecode",
+    "address_read": "reads arrays' addresses (a cache keyed by address)",
+    "content_key": "hashes array contents (a cache keyed by content)",
     "system_paths": "names /proc, /dev/shm or /dev/mem (other processes' memory and files)",
     "unparseable": "has a Python file that does not parse",
     "not_scanned": "has Python source past the scan's limits (128 KiB a file, 512 KiB in all)",
@@ -99,6 +101,8 @@ _MODULES: dict[str, str] = {
     "zipimport": "dynamic_import",
     "pkgutil": "dynamic_import",
     "shutil": "file_write",
+    "hashlib": "content_key",
+    "zlib": "content_key",
 }
 
 # Attribute (or imported) names that are suspicious whatever object they are read from.
@@ -140,6 +144,10 @@ _ATTRS: dict[str, str] = {
     "__builtins__": "builtins",
     "__import__": "dynamic_import",
     "environb": "env_access",
+    "__array_interface__": "address_read",
+    "ctypes": "address_read",  # an array's .ctypes.data (the module's import is `ctypes`)
+    "__cuda_array_interface__": "address_read",
+    "tobytes": "content_key",
 }
 # Path methods that write, called on anything (checked at the call, where the path is seen).
 _PATH_WRITES = frozenset(
@@ -172,6 +180,8 @@ _OS_ATTRS: dict[str, str] = {
 }
 _OS_MODULES = frozenset({"os", "posix", "nt"})
 _CODE_CALLS = {
+    "id": "address_read",
+    "hash": "content_key",
     "exec": "dynamic_code",
     "eval": "dynamic_code",
     "compile": "dynamic_code",
