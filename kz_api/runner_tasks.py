@@ -251,10 +251,7 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
         return True
     if view.state.status is not Status.RUNNING:
         raise ApiError(409, "stale_lease", f"the submission is {view.state.status}, not running")
-    if phase == HAND_BACK_PHASE:
-        # The runner is shutting down: give the task back at once for another runner.
-        await ctx.log.nc.publish(claim.reply, NAK)
-        return False
+    handing_back = phase == HAND_BACK_PHASE
     meta = EventMeta.now(claim.runner_id)
     beat = TaskHeartbeat(
         **meta.fields(),
@@ -263,9 +260,14 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
         runner_id=claim.runner_id,
         attempt=claim.attempt,
         lease_id=claim.lease_id,
-        phase=phase,
+        phase=RELEASED_PHASE if handing_back else phase,
     )
     await ctx.log.publish_live(beat)
+    if handing_back:
+        # The runner is shutting down: give the task back at once for another runner (the
+        # released heartbeat lets that runner take it without waiting for the lease to lapse).
+        await ctx.log.nc.publish(claim.reply, NAK)
+        return False
     await ctx.log.nc.publish(claim.reply, IN_PROGRESS)
     return False
 

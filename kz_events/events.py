@@ -425,7 +425,7 @@ def checked_event(subject: str, data: bytes) -> Event | UnknownEvent:
     if event.occurred_at.tzinfo is None:
         return UnknownEvent(
             type="undecodable", raw=data, skipped="undecodable",
-            reason=f"a {event.type} event whose occurred_at has no time zone",
+            reason=f"an event of type {event.type} whose occurred_at has no time zone",
         )
     try:
         expected = subject_of(event)
@@ -434,7 +434,7 @@ def checked_event(subject: str, data: bytes) -> Event | UnknownEvent:
     if expected != subject:
         return UnknownEvent(
             type=f"misfiled:{event.type}", raw=data, skipped="misfiled",
-            reason=f"a {event.type} event stored under {subject}; it belongs under "
+            reason=f"an event of type {event.type} stored under {subject}; it belongs under "
             f"{expected or 'no valid subject'}",
         )
     return event

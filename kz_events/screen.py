@@ -118,7 +118,10 @@ class Screen:
             f"{_aggregate(home)}\0{event.event_id}".encode(), digest_size=16
         ).digest()
         if key in self._seen:
-            reason = f"a {event.type} event repeating event_id {event.event_id} of its aggregate"
+            reason = (
+                f"an event of type {event.type} repeating event_id {event.event_id} "
+                "of its aggregate"
+            )
             self._note(seq, home, "repeated", reason)
             return UnknownEvent(
                 type=f"repeated:{event.type}",
