@@ -8,12 +8,29 @@ of a package's files by accident. Roles: `judge BENCHMARK.py` runs a board's ben
 
 from __future__ import annotations
 
+import os
 import runpy
+import socket
 import sys
 from pathlib import Path
 
 
+def _connect_descriptors() -> None:
+    """Where descriptors cannot be inherited (a container), the runner listens on a socket per
+    descriptor in /kz/fds (`KZ_FD_SOCKETS=5:seqpacket,7:stream`): connect to each and put the
+    connection at that descriptor number, so the rest sees what a sandbox would inherit."""
+    wanted = os.environ.pop("KZ_FD_SOCKETS", "")
+    for item in filter(None, wanted.split(",")):
+        number, _, kind = item.partition(":")
+        kind_type = socket.SOCK_SEQPACKET if kind == "seqpacket" else socket.SOCK_STREAM
+        conn = socket.socket(socket.AF_UNIX, kind_type)
+        conn.connect(f"/kz/fds/{number}.sock")
+        os.dup2(conn.fileno(), int(number))
+        conn.close()
+
+
 def main() -> int:
+    _connect_descriptors()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.dont_write_bytecode = True  # -I ignores PYTHONDONTWRITEBYTECODE and PYTHONUNBUFFERED
     for stream in (sys.stdout, sys.stderr):

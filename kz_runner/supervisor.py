@@ -191,7 +191,13 @@ class Supervisor:
             with self._lock:
                 self.workers.append((implementation, spawned))
             theirs.close()
-            self.control.send_json(Op.OK, {"worker": number}, [ours.fileno()])
+            # A backend that cannot pass the descriptor (a container) hands over its own
+            # connection to the worker instead.
+            handed: socket.socket | None = getattr(spawned, "channel", None)
+            end = handed if handed is not None else ours
+            self.control.send_json(Op.OK, {"worker": number}, [end.fileno()])
+            if handed is not None:
+                handed.close()
         finally:
             theirs.close()
             ours.close()

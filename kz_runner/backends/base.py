@@ -87,7 +87,11 @@ class StepResult:
 
 
 class Spawned(Protocol):
-    """A process started with `Backend.spawn` and everything it started, in its own sandbox."""
+    """A process started with `Backend.spawn` and everything it started, in its own sandbox.
+
+    A backend that cannot pass `pass_fds` down (a container) also sets `channel`: a socket it
+    accepted from the step, standing for the step's first passed descriptor.
+    """
 
     def members(self) -> list[int]:
         """Host pids of the processes the step is made of now (the sandbox's init excluded)."""

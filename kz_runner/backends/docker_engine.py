@@ -8,25 +8,36 @@ is removed after the step whatever happened.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from kz_runner.backends.base import (
     KILLED_OUTPUT_LIMIT,
     BackendUnavailable,
+    Bind,
     Cancelled,
     StepResult,
     StepSpec,
 )
+from kz_runner.backends.fdbridge import INSIDE as FD_INSIDE
+from kz_runner.backends.fdbridge import FdBridge
 from kz_runner.backends.process import POLL_S, OutputBuffer, why_stop
 
-__all__ = ["DockerBackend"]
+__all__ = ["DockerBackend", "DockerProcess"]
 
 _TMPFS = "rw,nosuid,nodev,size=1g,mode=1777"
 _LOG_JOIN_S = 5.0
+_CONNECT_S = 60.0  # a worker's container starts and connects to its channel within this
+_SIGSTOP, _SIGCONT = 19, 18
 
 
 def _device_requests(gpus: str | None) -> list[Any]:
@@ -95,17 +106,23 @@ class DockerBackend:
         volumes = {
             str(p.resolve()): {"bind": str(p.resolve()), "mode": "ro"} for p in step.readonly_paths
         }
-        volumes[workdir] = {"bind": workdir, "mode": "rw"}
+        if not any(bind.host.resolve() == step.workdir.resolve() for bind in step.binds):
+            volumes[workdir] = {"bind": workdir, "mode": "rw"}
+        for bind in step.binds:
+            mode = "rw" if bind.writable else "ro"
+            volumes[str(bind.host.resolve())] = {"bind": bind.inside, "mode": mode}
+        tmpfs = {"/tmp": _TMPFS}  # noqa: S108 - a private tmpfs inside the container
+        tmpfs.update({folder: _TMPFS for folder in step.tmpfs})
         limits = step.limits
         options: dict[str, Any] = {
             "command": list(step.argv),
-            "working_dir": workdir,
+            "working_dir": step.cwd or workdir,
             "environment": dict(step.env),
-            "user": self.user,
+            "user": self.user if step.uid is None else f"{step.uid}:{step.uid}",
             "network_disabled": True,
             "network_mode": "none",
             "read_only": True,
-            "tmpfs": {"/tmp": _TMPFS},  # noqa: S108 - a private tmpfs inside the container
+            "tmpfs": tmpfs,
             "volumes": volumes,
             "pids_limit": limits.max_pids,
             "ulimits": [
@@ -125,13 +142,29 @@ class DockerBackend:
             options["nano_cpus"] = int(self.cpus * 1e9)
         return options
 
+    def _bridged(self, step: StepSpec) -> tuple[StepSpec, FdBridge | None]:
+        """The step with its descriptors turned into sockets it connects to (see fdbridge)."""
+        if not step.pass_fds:
+            return step, None
+        folder = Path(tempfile.mkdtemp(prefix="kz-fds-", dir=step.workdir.resolve().parent))
+        bridge = FdBridge(folder, step.pass_fds)
+        bridged = replace(
+            step,
+            env={**step.env, **bridge.env()},
+            binds=(*step.binds, Bind(folder, FD_INSIDE, writable=True)),
+        )
+        return bridged, bridge
+
     def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
         """Create, start and watch a container; kill it on timeout, cancel or flood; remove it."""
         started = time.monotonic()
         buffer = OutputBuffer(step.limits.max_output_bytes)
+        step, bridge = self._bridged(step)
         container = self.client.containers.create(self.image, **self.create_options(step))
         flooded = threading.Event()
         try:
+            if bridge is not None:
+                bridge.relay(step.timeout_s)
             container.start()
             reader = threading.Thread(
                 target=self._read_logs, args=(container, buffer, flooded), daemon=True
@@ -143,6 +176,9 @@ class DockerBackend:
             reader.join(_LOG_JOIN_S)
         finally:
             container.remove(force=True)
+            if bridge is not None:
+                bridge.close()
+                shutil.rmtree(bridge.folder, ignore_errors=True)
         return StepResult(
             exit_code=exit_code,
             timed_out=reason == "timeout",
@@ -151,6 +187,20 @@ class DockerBackend:
             output_truncated=buffer.truncated,
             wall_s=time.monotonic() - started,
         )
+
+    def spawn(self, step: StepSpec) -> DockerProcess:
+        """Start a worker's container; its channel is handed over, not relayed."""
+        step, bridge = self._bridged(step)
+        assert bridge is not None, "a worker step inherits its channel"
+        container = self.client.containers.create(self.image, **self.create_options(step))
+        try:
+            container.start()
+            channel = bridge.accept(step.pass_fds[0], _CONNECT_S)
+        except Exception:
+            container.remove(force=True)
+            bridge.close()
+            raise
+        return DockerProcess(self, container, bridge, channel, step.limits.max_output_bytes)
 
     def _watch(
         self, container: Any, deadline: float, cancelled: Cancelled | None, flooded: threading.Event
@@ -180,3 +230,69 @@ class DockerBackend:
                     return
         except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
             buffer.add(f"\n[kz: log stream ended early: {exc}]\n".encode())
+
+
+class DockerProcess:
+    """A worker's container: stopped and resumed by freezing its cgroup (pause/unpause),
+    counted and timed by the engine's stats, killed and removed as a whole."""
+
+    def __init__(
+        self,
+        backend: DockerBackend,
+        container: Any,
+        bridge: FdBridge,
+        channel: socket.socket,
+        max_output: int,
+    ) -> None:
+        self.backend = backend
+        self.container = container
+        self.bridge = bridge
+        self.channel = channel
+        self.max_output = max_output
+        self.dead = False
+
+    def members(self) -> list[int]:
+        top = self.container.top()
+        index = top["Titles"].index("PID")
+        return [int(row[index]) for row in top.get("Processes") or []]
+
+    def inspect(self) -> dict[str, int]:
+        """The engine's view; it does not split CPU time by thread, so all of it counts as
+        the serving thread's (`work_outside_window` still sees work beside the calls)."""
+        stats = self.container.stats(stream=False)
+        used = int(stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0))
+        tasks = int(stats.get("pids_stats", {}).get("current", 0))
+        processes = len(self.members())
+        return {
+            "processes": processes,
+            "threads": max(tasks, processes),
+            "cpu_ns": used,
+            "main_cpu_ns": used,
+        }
+
+    def signal(self, signum: int) -> None:
+        if signum == _SIGSTOP:
+            self.container.pause()
+        elif signum == _SIGCONT:
+            self.container.unpause()
+        else:
+            self.container.kill(signal=signum)
+
+    def kill(self) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        with contextlib.suppress(Exception):
+            self.container.kill()
+
+    def output(self) -> bytes:
+        self.kill()
+        buffer = OutputBuffer(self.max_output)
+        with contextlib.suppress(Exception):
+            buffer.add(self.container.logs(stdout=True, stderr=True))
+        with contextlib.suppress(Exception):
+            self.container.remove(force=True)
+        self.channel.close()
+        self.bridge.close()
+        shutil.rmtree(self.bridge.folder, ignore_errors=True)
+        return buffer.finish(None)

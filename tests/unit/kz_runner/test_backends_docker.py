@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,7 +17,7 @@ from urllib.parse import urlparse
 import docker
 import pytest
 
-from kz_runner.backends.base import BackendUnavailable, StepSpec
+from kz_runner.backends.base import BackendUnavailable, Bind, StepSpec
 from kz_runner.backends.docker_engine import DockerBackend
 from kz_runner.limits import MIB, StepLimits
 
@@ -82,6 +85,24 @@ def make_handler(engine: FakeEngine) -> type[BaseHTTPRequestHandler]:
                 if path.endswith("kill"):
                     engine.killed.set()
                 self._empty()
+            elif path in ("containers/c0ffee/pause", "containers/c0ffee/unpause"):
+                self._empty()
+            elif path == "containers/c0ffee/top":
+                self._json(
+                    200,
+                    {
+                        "Titles": ["UID", "PID", "CMD"],
+                        "Processes": [["65000", "4242", "python3 -I launch.py worker"]],
+                    },
+                )
+            elif path == "containers/c0ffee/stats":
+                self._json(
+                    200,
+                    {
+                        "cpu_stats": {"cpu_usage": {"total_usage": 12_000_000}},
+                        "pids_stats": {"current": 3},
+                    },
+                )
             elif path == "containers/c0ffee/wait":
                 self._json(200, {"StatusCode": engine.exit_code})
             elif method == "DELETE" and path == "containers/c0ffee":
@@ -203,3 +224,110 @@ def test_availability_is_checked_against_the_engine(engine: tuple[FakeEngine, An
     assert ("GET", "version") in fake.calls
     with pytest.raises(BackendUnavailable, match="docker engine not reachable"):
         DockerBackend(image="i", base_url="tcp://127.0.0.1:1").check_available()
+
+
+def _connect_as_the_container(engine: FakeEngine, fd: int, kind: int) -> socket.socket:
+    """What kz_harness.launch does inside the container: connect to /kz/fds/<fd>.sock."""
+    deadline = time.monotonic() + 5
+    while not engine.created and time.monotonic() < deadline:
+        time.sleep(0.01)
+    binds = engine.created["HostConfig"]["Binds"]
+    folder = next(b.split(":")[0] for b in binds if b.split(":")[1] == "/kz/fds")
+    conn = socket.socket(socket.AF_UNIX, kind)
+    while True:
+        try:
+            conn.connect(f"{folder}/{fd}.sock")
+            return conn
+        except (FileNotFoundError, ConnectionRefusedError):
+            time.sleep(0.01)
+
+
+def test_a_worker_container_is_apart_and_its_channel_handed_over(
+    engine: tuple[FakeEngine, Any], tmp_path: Path
+) -> None:
+    """A judge's worker runs in its own container under its own uid, sees src/ read-only and
+    its scratch only; the runner hands the judge the container's own connection; STOP and
+    CONT freeze and thaw its cgroup; the engine's stats count it."""
+    fake, client = engine
+    src, scratch = tmp_path / "src", tmp_path / "scratch"
+    src.mkdir()
+    scratch.mkdir()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    step = StepSpec(
+        argv=("python3", "-I", "/kz/harness/kz_harness/launch.py", "worker"),
+        workdir=scratch, env={"KZ_CHANNEL_FD": str(theirs.fileno())}, timeout_s=10,
+        binds=(Bind(scratch, "/kz/work/scratch", writable=True), Bind(src, "/kz/work/src")),
+        tmpfs=("/home/kz",), cwd="/kz/work", pass_fds=(theirs.fileno(),), uid=65001,
+    )  # fmt: skip
+    backend = DockerBackend(image="kz/runner:cuda", client=client)
+    box: list[socket.socket] = []
+    connector = threading.Thread(
+        target=lambda: box.append(
+            _connect_as_the_container(fake, theirs.fileno(), socket.SOCK_SEQPACKET)
+        )
+    )
+    connector.start()
+    worker = backend.spawn(step)
+    connector.join()
+    made = fake.created
+    host = made["HostConfig"]
+    assert made["User"] == "65001:65001" and made["WorkingDir"] == "/kz/work"
+    assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
+    assert (
+        f"{src}:/kz/work/src:ro" in host["Binds"]
+        and f"{scratch}:/kz/work/scratch:rw" in host["Binds"]
+    )
+    assert not any("/kz/judge" in bind for bind in host["Binds"]) and "/home/kz" in host["Tmpfs"]
+    assert made["Env"].count(f"KZ_FD_SOCKETS={theirs.fileno()}:seqpacket") == 1
+    box[0].send(b"ping")  # the container's end reaches the handed-over channel directly
+    assert worker.channel.recv(16) == b"ping"
+    worker.signal(19)
+    worker.signal(18)
+    assert ("POST", "containers/c0ffee/pause") in fake.calls
+    assert ("POST", "containers/c0ffee/unpause") in fake.calls
+    assert worker.inspect() == {"processes": 1, "threads": 3, "cpu_ns": 12_000_000,
+                                "main_cpu_ns": 12_000_000}  # fmt: skip
+    assert worker.output() == b"hello from the container\n"
+    assert fake.killed.is_set() and fake.removed
+    for sock in (ours, theirs, box[0]):
+        sock.close()
+
+
+def test_a_judge_container_gets_its_descriptors_through_the_bridge(
+    engine: tuple[FakeEngine, Any], tmp_path: Path
+) -> None:
+    """The judge's control socket and result pipe reach the container as sockets it connects
+    to; messages and the descriptors they carry are relayed both ways, the result streamed."""
+    fake, client = engine
+    fake.hang = True
+    control, judge_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    result_read, result_write = os.pipe()
+    step = StepSpec(
+        argv=("python3", "-I", "/kz/harness/kz_harness/launch.py", "judge", "/kz/judge/b.py"),
+        workdir=tmp_path, env={}, timeout_s=10,
+        pass_fds=(judge_end.fileno(), result_write),
+    )  # fmt: skip
+    backend = DockerBackend(image="i", client=client)
+    outcome: list[Any] = []
+    runner = threading.Thread(target=lambda: outcome.append(backend.run(step)))
+    runner.start()
+    inside = _connect_as_the_container(fake, judge_end.fileno(), socket.SOCK_SEQPACKET)
+    result = _connect_as_the_container(fake, result_write, socket.SOCK_STREAM)
+    inside.send(b"\x14{}")  # the judge asks
+    assert control.recv(16) == b"\x14{}"
+    passed_r, passed_w = os.pipe()
+    socket.send_fds(control, [b"\x0a{}"], [passed_w])  # the runner answers with a descriptor
+    data, fds, _, _ = socket.recv_fds(inside, 16, 4)
+    assert data == b"\x0a{}" and len(fds) == 1
+    os.write(fds[0], b"through")
+    assert os.read(passed_r, 16) == b"through"
+    result.sendall(b'{"accepted": true}')
+    result.close()
+    assert os.read(result_read, 64) == b'{"accepted": true}'
+    fake.killed.set()
+    runner.join(10)
+    assert outcome and fake.removed
+    for fd in (*fds, passed_r, passed_w, result_read, result_write):
+        os.close(fd)
+    for sock in (control, judge_end, inside):
+        sock.close()
