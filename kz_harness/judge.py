@@ -587,8 +587,8 @@ class _WorkloadRun:
     def _account(self, before: dict[str, int], after: dict[str, int], windows: int) -> None:
         """Flag CPU time the worker spent outside the calls' windows, or in anything but its
         serving thread (another thread or process doing the work)."""
-        main = after["main_cpu_ns"] - before["main_cpu_ns"]
-        other = after["cpu_ns"] - before["cpu_ns"] - main
+        main = max(after["main_cpu_ns"] - before["main_cpu_ns"], 0)
+        other = max(after["cpu_ns"] - before["cpu_ns"] - main, 0)  # ticks can disagree by one
         self.cpu = {"main_cpu_ns": main, "other_cpu_ns": other, "windows_ns": windows}
         name = self.workload.name
         if main > windows * _CPU_RATIO + _CPU_SLACK_NS:

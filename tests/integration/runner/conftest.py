@@ -16,7 +16,7 @@ def sleepy_package(tmp_path: Path) -> Path:
     shutil.copytree(RMSNORM, pkg)
     bench = pkg / ".kernel_package" / "benchmark.py"
     source = bench.read_text()
-    future = "from __future__ import annotations\n"
-    assert future in source
-    bench.write_text(source.replace(future, future + "import time\n\ntime.sleep(120)\n", 1))
+    anchor = "import numpy as np\n"
+    assert anchor in source
+    bench.write_text(source.replace(anchor, anchor + "import time\n\ntime.sleep(120)\n", 1))
     return pkg
