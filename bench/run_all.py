@@ -149,6 +149,15 @@ def parse_runner(out: str, _json: Path) -> list[Row]:
     total = _num(r"claim->result \(platform \+ scripts\):\s+p50\s+([\d.]+) ms", out)
     direct = _num(r"scripts run directly with python:\s+p50\s+([\d.]+) ms", out)
     ratio = _num(r"ratio claim->result / direct \(p50\): ([\d.]+)x", out)
+    added = _num(r"separation added per task \(a - b, per pair\):\s+p50\s+(-?[\d.]+) ms", out)
+    added90 = _num(r"separation added per task \(a - b, per pair\):.*?p90\s+(-?[\d.]+) ms", out)
+    separated = _num(
+        r"separated judge \(candidate in its worker\), task wall:\s+p50\s+([\d.]+)", out
+    )
+    inprocess = _num(
+        r"in-process judge \(same work, one process\), task wall:\s+p50\s+([\d.]+)", out
+    )
+    sep_ratio = _num(r"ratio separated / in-process \(p50\): ([\d.]+)x", out)
     return [
         Row("runner overhead per task, p50 (ms)", f"{p50:.1f}", "", "", "< 100 ms", p50 < 100),
         Row("runner overhead per task, p99 (ms)", f"{p99:.1f}"),
@@ -157,6 +166,45 @@ def parse_runner(out: str, _json: Path) -> list[Row]:
             f"{total:.1f}",
             f"python directly {direct:.1f}",
             f"{ratio:.2f}x",
+        ),
+        Row(
+            "separation added per task (judge + worker vs in-process judge), p50 (ms)",
+            f"{added:.1f}",
+            f"in-process judge task {inprocess:.1f}",
+            f"{sep_ratio:.2f}x (separated task {separated:.1f})",
+            "< 150 ms",
+            added < 150,
+        ),
+        Row("separation added per task, p90 (ms)", f"{added90:.1f}"),
+    ]
+
+
+def parse_judge_channel(out: str, _json: Path) -> list[Row]:
+    median = _num(r"1 MiB input, 64 B output: judge round trip median ([\d.]+) us", out)
+    p90 = _num(r"1 MiB input, 64 B output: judge round trip median [\d.]+ us p90 ([\d.]+)", out)
+    ping = _num(r"raw SEQPACKET ping-pong, 1 byte: median ([\d.]+) us", out)
+    copy = _num(r"1 MiB input, 64 B output:.*?pipe copy of the input median ([\d.]+) us", out)
+    full = _num(r"1 MiB input, output = input: judge round trip median ([\d.]+) us", out)
+    return [
+        Row(
+            "channel round trip for 1 MiB, judge <-> worker no-op call (median us; p90)",
+            f"{median:.1f}; {p90:.1f}",
+            f"raw SEQPACKET ping-pong {ping:.1f}",
+            f"{median / ping:.2f}x",
+            "< 20 us",
+            median < 20,
+        ),
+        Row(
+            "channel round trip for 1 MiB vs copying it through a pipe (median us)",
+            f"{median:.1f}",
+            f"pipe copy {copy:.1f}",
+            f"{copy / median:.1f}x faster",
+        ),
+        Row(
+            "channel round trip, 1 MiB input and 1 MiB output copied into the slot (median us)",
+            f"{full:.1f}",
+            f"pipe copy of the input {copy:.1f}",
+            f"{copy / full:.1f}x faster",
         ),
     ]
 
@@ -294,7 +342,20 @@ BENCHES = [
         ["--kernels", "2000", "--duration", "2", "--submissions", "60"],
         parse_api,
     ),
-    Bench("runner", "runner.py", ["--tasks", "200"], ["--tasks", "40"], parse_runner),
+    Bench(
+        "runner",
+        "runner.py",
+        ["--tasks", "200", "--separation-tasks", "30"],
+        ["--tasks", "40", "--separation-tasks", "8"],
+        parse_runner,
+    ),
+    Bench(
+        "judge channel",
+        "judge_channel.py",
+        [],
+        ["--calls", "1000", "--warmup", "100", "--budget", "0.5"],
+        parse_judge_channel,
+    ),
     Bench(
         "projector",
         "projector.py",

@@ -1,17 +1,34 @@
-"""Runner overhead per task: claim to result, minus the scripts' own run time.
+"""Runner overhead per task, and the cost of running the candidate apart from its judge.
 
-Submits N tasks whose benchmark is trivial, runs one sandbox runner over them, and for each
-task takes (result event time - claim event time) - (the two steps' wall time). Side by side:
-the same trivial `build_test_env.py` + `benchmark.py` run directly with `python`, as a ratio.
+1. Platform overhead: submits N tasks whose benchmark is trivial (it sends a fixed result
+   document over `KZ_RESULT_FD`), runs one runner over them, and for each task takes (result
+   event time - claim event time) - (the two steps' wall time). Side by side: the same
+   trivial `build_test_env.py` + `benchmark.py` run directly with `python` (given a pipe as
+   its `KZ_RESULT_FD`, as the runner gives one), as a ratio.
+2. Separation: M tasks of the RMSNorm example kernel through `execute_task` in the same
+   backend, twice and interleaved: (a) its board's real judge (`kz_harness.Benchmark`: the
+   candidate in its own sandboxed worker, calibration, checked calls), with a short timing
+   (`SEPARATED_TIMING`); (b) an in-process judge doing the same work in one process: the
+   kernel's source and the board's benchmark.py embedded in its benchmark.py (the judge's
+   sandbox does not see the work dir), the same workloads, inputs and reference, timed by
+   `kz_harness.bench_cpu` with the same warm-up, budget and sample bounds (no cache flush and
+   no early stop, as the judge does neither), the same number of calls checked with
+   `kz_harness.compare`, the document sent with `kz_harness.write_result`. Both judges are
+   pinned to one CPU. Per task: the wall time of `execute_task` (build step + judge step);
+   printed for (a), (b) and their difference per pair, p50 and p90, and the ratio.
 
-    .venv/bin/python bench/runner.py [--tasks 200] [--backend sandbox]
+    .venv/bin/python bench/runner.py [--tasks 200] [--separation-tasks 30] [--backend sandbox]
+
+`--tasks 0` or `--separation-tasks 0` skips that part.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,12 +40,15 @@ from pathlib import Path
 
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.events import EventMeta, SubmissionClaimed, SubmissionResult
+from kz_events.ids import KernelId
 from kz_events.lifecycle import SubmissionState, Submit, decide
 from kz_events.server import EmbeddedServer
 from kz_events.subjects import PACKAGES_BUCKET
-from kz_package import pack_directory
+from kz_package import pack_directory, validate_result_document
 from kz_runner.backends import get_backend
-from kz_runner.core import Runner, RunnerOptions
+from kz_runner.backends.base import Backend
+from kz_runner.core import HARNESS_DIR, Runner, RunnerOptions
+from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.native import NativeTransport
 from kz_runner.transport import RunnerInfo
 from kz_testing import package_files, write_package
@@ -45,7 +65,7 @@ json.dump({"schema_version": 1, "accepted": True, "reason": "trivial",
     "stdev": 0.0, "min": 1.0, "max": 1.0, "p10": 1.0, "p90": 1.0, "samples": [1.0]}}],
   "correctness": {"passed": True, "checks": [{"name": "w", "max_abs_err": 0.0,
     "max_rel_err": 0.0, "atol": 0.0, "rtol": 0.0, "passed": True}]},
-  "environment": {"device": "cpu"}}, open(os.environ["KZ_RESULT_PATH"], "w"))
+  "environment": {"device": "cpu"}}, os.fdopen(int(os.environ["KZ_RESULT_FD"]), "w"))
 """
 
 
@@ -60,19 +80,40 @@ def trivial_package(root: Path) -> Path:
 
 
 def direct_run_s(pkg: Path, n: int) -> list[float]:
-    """Wall time of running the two scripts with plain python, n times."""
+    """Wall time of running the two scripts with plain python, n times; the benchmark gets
+    the write end of a pipe as `KZ_RESULT_FD` and its document is read to the end."""
     times = []
     for _ in range(n):
         start = time.perf_counter()
-        for script in ("build_test_env.py", "benchmark.py"):
+        subprocess.run(
+            [sys.executable, ".kernel_package/build_test_env.py"],
+            cwd=pkg,
+            check=True,
+            env={"PATH": "/usr/bin:/bin"},
+            stdout=subprocess.DEVNULL,
+        )
+        read_end, write_end = os.pipe()
+        try:
             subprocess.run(
-                [sys.executable, f".kernel_package/{script}"],
+                [sys.executable, ".kernel_package/benchmark.py"],
                 cwd=pkg,
                 check=True,
-                env={"KZ_RESULT_PATH": str(pkg / "r.json"), "PATH": "/usr/bin:/bin"},
+                env={"KZ_RESULT_FD": str(write_end), "PATH": "/usr/bin:/bin"},
                 stdout=subprocess.DEVNULL,
+                pass_fds=(write_end,),
             )
+            os.close(write_end)
+            write_end = -1
+            document = b""
+            while chunk := os.read(read_end, 1 << 16):
+                document += chunk
+        finally:
+            os.close(read_end)
+            if write_end >= 0:
+                os.close(write_end)
         times.append(time.perf_counter() - start)
+        if not document.startswith(b"{"):
+            raise RuntimeError("the trivial benchmark sent no result document")
     return times
 
 
@@ -87,7 +128,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def main(tasks: int, backend: str) -> None:
+async def platform_overhead(tasks: int, backend: str) -> None:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         pkg = trivial_package(tmp)
@@ -126,6 +167,7 @@ async def main(tasks: int, backend: str) -> None:
             claims: dict[str, datetime] = {}
             overheads: list[float] = []
             script_times: list[float] = []
+            bad: list[str] = []
             async for _, event in log.replay(1):
                 if isinstance(event, SubmissionClaimed):
                     claims[event.submission_id] = event.occurred_at
@@ -136,8 +178,24 @@ async def main(tasks: int, backend: str) -> None:
                     )
                     overheads.append(total)
                     script_times.append(steps)
+                    if event.result is None:
+                        bad.append(str(event.outcome))
             await log.close()
+        if bad:
+            raise RuntimeError(f"{len(bad)} trivial tasks sent no result document: {bad[0]}")
         direct = direct_run_s(pkg, min(tasks, 50))
+    report_platform(tasks, backend, elapsed, runner_cpu, overheads, script_times, direct)
+
+
+def report_platform(
+    tasks: int,
+    backend: str,
+    elapsed: float,
+    runner_cpu: float,
+    overheads: list[float],
+    script_times: list[float],
+    direct: list[float],
+) -> None:
     pure = [o - s for o, s in zip(overheads, script_times, strict=True)]
     d50 = statistics.median(direct)
     print(
@@ -162,9 +220,195 @@ async def main(tasks: int, backend: str) -> None:
     print(f"ratio claim->result / direct (p50): {pct(overheads, 0.5) / d50:.2f}x")
 
 
+# --- the cost of the separation ----------------------------------------------------------
+
+SEPARATED_TIMING = "Timing(warmup_s=0.02, budget_s=0.1, calibration_calls=50)"
+_MAIN_GUARD = 'if __name__ == "__main__":'
+
+# The in-process judge's body; KERNEL_SOURCE, KERNEL_FILE, FUNCTION and BOARD_SOURCE are
+# defined above it. The board's own benchmark.py (run as a module, not as __main__) gives the
+# workloads, inputs, reference, tolerances and timing, so both judges do the same work.
+INPROCESS_BODY = """
+import os
+import platform
+
+import numpy as np
+
+from kz_harness import baseline_best, bench_cpu, compare, geomean, verdict, write_result
+
+board = {"__name__": "board"}
+exec(compile(BOARD_SOURCE, "board/benchmark.py", "exec"), board)
+BENCH = board["BENCHMARK"]
+kernel = {"__name__": KERNEL_FILE.removesuffix(".py")}
+exec(compile(KERNEL_SOURCE, "src/" + KERNEL_FILE, "exec"), kernel)
+candidate = kernel[FUNCTION]
+
+
+def main():
+    cpu = max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    rng = np.random.default_rng(int(os.environ["KZ_SEED"], 16))
+    timing = BENCH.timing
+    checks, workloads = [], []
+    for workload in BENCH.workloads:
+        def fresh(workload=workload):
+            return BENCH.make_inputs(workload, rng)
+
+        for number in range(timing.checked_calls):
+            inputs = fresh()
+            pristine = [a.copy() for a in inputs]
+            out = candidate(*inputs)
+            checks.append(compare(out, BENCH.reference(*pristine), dtype=BENCH.dtype,
+                                  atol=BENCH.atol, rtol=BENCH.rtol,
+                                  name=f"{workload.name}#{number}", inputs_before=pristine,
+                                  inputs_after=list(inputs)))
+        stats = bench_cpu(candidate, fresh, warmup_s=timing.warmup_s, budget_s=timing.budget_s,
+                          min_samples=timing.min_samples, max_samples=timing.max_samples,
+                          target_rel_sem=1e-12, flush_cache=False, unit="us")
+        workloads.append({"name": workload.name, "value": stats.median, "stats": stats})
+    value = geomean(w["value"] for w in workloads)
+    accepted, reason = verdict(all(c.passed for c in checks), value, baseline_best(),
+                               better="lower", margin=BENCH.margin, unit="us")
+    write_result(accepted=accepted, reason=reason,
+                 metric={**BENCH.metric, "value": value}, workloads=workloads, checks=checks,
+                 environment={"device": "cpu", "machine": platform.machine(),
+                              "python": platform.python_version(), "numpy": np.__version__})
+    print(reason)
+
+
+main()
+"""
+
+
+def separated_benchmark() -> str:
+    """The example board's benchmark.py with the short timing set on its Benchmark."""
+    text = (EXAMPLE / ".kernel_package/benchmark.py").read_text()
+    if _MAIN_GUARD not in text or "BENCHMARK = Benchmark(" not in text:
+        raise RuntimeError("the example's benchmark.py no longer defines BENCHMARK before main")
+    before, after = text.split(_MAIN_GUARD, 1)
+    shorter = f"from kz_harness import Timing\n\nBENCHMARK.timing = {SEPARATED_TIMING}\n\n\n"
+    return before + shorter + _MAIN_GUARD + after
+
+
+def inprocess_benchmark(board: str) -> str:
+    """An in-process judge of the same board: the kernel's source embedded, run in-process."""
+    (kernel_file,) = [path for path in (EXAMPLE / "src").iterdir() if path.suffix == ".py"]
+    module = kernel_file.stem
+    function = board.split('entry="', 1)[1].split('"', 1)[0].split(":", 1)
+    if function[0] != module:
+        raise RuntimeError(f"the board's entry {function} is not in src/{kernel_file.name}")
+    return (
+        f"KERNEL_SOURCE = {kernel_file.read_text()!r}\n"
+        f"KERNEL_FILE = {kernel_file.name!r}\n"
+        f"FUNCTION = {function[1]!r}\n"
+        f"BOARD_SOURCE = {board!r}\n" + INPROCESS_BODY
+    )
+
+
+def example_package(root: Path, benchmark: str) -> Path:
+    """The example kernel's folder with `benchmark` as its judge."""
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / ".kernel_package/benchmark.py").write_text(benchmark)
+    return root
+
+
+def timed_task(package: Path, workdir: Path, backend: Backend) -> tuple[float, TaskOutcome]:
+    """One task of `package` through `execute_task`: its wall time and outcome."""
+    shutil.copytree(package, workdir)
+    spec = TaskSpec(
+        kernel_id=KernelId.parse(KERNEL_ID),
+        arch="cpu",
+        workdir=workdir,
+        harness_path=HARNESS_DIR,
+        baseline_path=EXAMPLE / ".kernel_package/bench_result.yaml",
+        step_timeout_s=60.0,
+        task_timeout_s=120.0,
+    )
+    started = time.perf_counter()
+    outcome = execute_task(spec, backend, validate_result=validate_result_document)
+    wall = time.perf_counter() - started
+    shutil.rmtree(workdir, ignore_errors=True)
+    if outcome.reason not in ("accepted", "rejected") or not outcome.result:
+        raise RuntimeError(f"{package.name}: {outcome.reason}: {outcome.message}\n"
+                           + outcome.log.decode(errors="replace")[-3000:])  # fmt: skip
+    if outcome.result["correctness"]["passed"] is not True:
+        raise RuntimeError(f"{package.name}: the example kernel failed its checks")
+    return wall, outcome
+
+
+def separation(tasks: int, backend_name: str) -> None:
+    backend = get_backend(backend_name)
+    backend.check_available()
+    walls: dict[str, list[float]] = {"separated": [], "inprocess": []}
+    steps: dict[str, list[float]] = {"separated": [], "inprocess": []}
+    overhead_us: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="kz-bench-separation-") as tmp_s:
+        tmp = Path(tmp_s)
+        tmp.chmod(0o711)
+        separated = separated_benchmark()
+        packages = {
+            "separated": example_package(tmp / "separated", separated),
+            "inprocess": example_package(tmp / "inprocess", inprocess_benchmark(separated)),
+        }
+        timed_task(packages["separated"], tmp / "warm-a", backend)  # harness copy, caches
+        timed_task(packages["inprocess"], tmp / "warm-b", backend)
+        for number in range(tasks):
+            order = ("separated", "inprocess") if number % 2 == 0 else ("inprocess", "separated")
+            for kind in order:
+                wall, outcome = timed_task(packages[kind], tmp / f"{kind}-{number}", backend)
+                walls[kind].append(wall)
+                steps[kind].append(outcome.timings.get("benchmark_s", 0.0))
+                if kind == "separated" and outcome.result:
+                    overhead_us += [
+                        float(w.get("channel_overhead", 0.0)) for w in outcome.result["workloads"]
+                    ]
+    a, b = walls["separated"], walls["inprocess"]
+    added = [x - y for x, y in zip(a, b, strict=True)]
+    step_added = [x - y for x, y in zip(steps["separated"], steps["inprocess"], strict=True)]
+    a50, b50, d50 = statistics.median(a), statistics.median(b), statistics.median(added)
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    print(
+        f"separation: {tasks} task pairs of {KERNEL_ID}, backend {backend_name}, "
+        f"interleaved; judge timing {SEPARATED_TIMING} per workload; load average {load}"
+    )
+    print(
+        f"separated judge (candidate in its worker), task wall:  p50 {a50 * 1e3:7.1f} ms   "
+        f"p90 {pct(a, 0.9) * 1e3:7.1f} ms"
+    )
+    print(
+        f"in-process judge (same work, one process), task wall: p50 {b50 * 1e3:7.1f} ms   "
+        f"p90 {pct(b, 0.9) * 1e3:7.1f} ms"
+    )
+    print(
+        f"separation added per task (a - b, per pair):          p50 {d50 * 1e3:7.1f} ms   "
+        f"p90 {pct(added, 0.9) * 1e3:7.1f} ms"
+    )
+    print(
+        f"of which in the judge step (benchmark_s, a - b):       "
+        f"p50 {statistics.median(step_added) * 1e3:7.1f} ms   "
+        f"p90 {pct(step_added, 0.9) * 1e3:7.1f} ms"
+    )
+    if overhead_us:
+        print(
+            f"channel overhead the separated judge subtracted per call: median "
+            f"{statistics.median(overhead_us):.1f} us"
+        )
+    print(f"ratio separated / in-process (p50): {a50 / b50:.2f}x")
+    verdict = "PASS" if d50 * 1e3 < 150 else "MISS"
+    print(f"separation added per task p50 {d50 * 1e3:.1f} ms (target < 150 ms: {verdict})")
+
+
+def main(tasks: int, separation_tasks: int, backend: str) -> None:
+    if tasks > 0:
+        asyncio.run(platform_overhead(tasks, backend))
+    if separation_tasks > 0:
+        separation(separation_tasks, backend)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--separation-tasks", type=int, default=30)
     parser.add_argument("--backend", default="sandbox")
     args = parser.parse_args()
-    asyncio.run(main(args.tasks, args.backend))
+    main(args.tasks, args.separation_tasks, args.backend)
