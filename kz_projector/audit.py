@@ -22,6 +22,7 @@ from dulwich.repo import BaseRepo
 from kz_events.config import Settings
 from kz_events.eventlog import EventLog, Stored
 from kz_events.events import SubmissionCommitted
+from kz_events.ids import KernelId
 from kz_events.lifecycle import OPEN, Status, SubmissionState, evolve
 from kz_events.screen import Screen
 from kz_package.archive import PACKAGE_DIR
@@ -234,6 +235,23 @@ def _report_open(replay: _Replay, settings: Settings, now: datetime, report: Aud
                                 f"({age:.0f} s), past {limit:.0f} s: no runner took it")
 
 
+async def _report_quiet(
+    replay: _Replay, elog: EventLog, settings: Settings, now: datetime, report: AuditReport
+) -> None:
+    """A note for each running submission whose lease went quiet (no claim or heartbeat for
+    two leases): the sweeper or a redelivery should end or take it soon; past its time limit
+    it is a divergence (`_report_open`)."""
+    for sid, state in sorted(replay.open.items()):
+        if state.status is not Status.RUNNING or state.claimed_at is None:
+            continue
+        arch = KernelId.parse(state.kernel_id).arch
+        seen, _ = await elog.lease_signs(arch, sid, state.lease_id)
+        quiet = (now - max(t for t in (state.claimed_at, seen) if t is not None)).total_seconds()
+        if quiet > 2 * settings.lease_s:
+            report.notes.append(f"submission {sid} (attempt {state.attempt}) has had no claim or "
+                                f"heartbeat for {quiet:.0f} s: its lease lapsed")
+
+
 def _index_seq(path: Path) -> tuple[int | None, bytes | None]:
     if not path.is_file():
         return None, None
@@ -287,7 +305,10 @@ async def run_audit(
     _compare_results(replay, live, report)
     _compare_boards(replay, live, report)
     _compare_archive(stream, archive, report)
-    _report_open(replay, settings, clock(), report)
+    now = clock()
+    _report_open(replay, settings, now, report)
+    if elog is not None:
+        await _report_quiet(replay, elog, settings, now, report)
     report.skipped = [{"seq": s.seq, "subject": s.subject, "kind": s.kind, "reason": s.reason}
                       for s in screen.recent]
     if live_index is not None and replay.index_at != live_index:

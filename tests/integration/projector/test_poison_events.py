@@ -4,6 +4,7 @@ reported and skipped by every reader, and the stack keeps working around them.""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from kz_events.subjects import EVENTS_STREAM, aggregate_filter
 from kz_projector.audit import run_audit
 from kz_projector.gitstore import MAIN, commit_trailers
 from kz_projector.service import Projectors
+from kz_projector.sweeper import open_limit_s
 
 pytestmark = pytest.mark.integration
 
@@ -140,3 +142,26 @@ async def test_every_reader_skips_poison_and_later_submissions_commit(
     archived = await run_audit(settings, clock=clock, from_archive=settings.kernel_repo_path)
     assert archived.ok, archived.problems  # the archive kept every message, the poison too
     assert archived.archived_seq == report.log_seq
+
+
+async def test_audit_reports_submissions_open_past_their_time_limit(
+    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path
+) -> None:
+    """A claimed submission that never ended is a note once its lease went quiet and a
+    divergence once it is open past its time limit; a finished one is neither."""
+    digest = await store_package(event_log, write_package(tmp_path / "p", KID))
+    done = await submit_and_run(event_log, clock, KID, digest, 2.0)
+    stuck = await submit_and_run(event_log, clock, KID, digest, 1.0, stop_after_claim=True)
+    projectors = Projectors(event_log, settings, clock=clock)
+    await projectors.referee.catch_up()
+    await projectors.git.catch_up()
+    projectors.close()
+    clock.now += timedelta(seconds=30)
+    early = await run_audit(settings, clock=clock, elog=event_log)
+    assert early.open_too_long == [] and not any(stuck in p for p in early.problems)
+    assert any(stuck in n and "lease lapsed" in n for n in early.notes)
+    clock.now += timedelta(seconds=open_limit_s(3, settings.task_timeout_s, settings.lease_s))
+    late = await run_audit(settings, clock=clock, elog=event_log)
+    assert [o["submission_id"] for o in late.open_too_long] == [stuck]
+    assert not late.ok and any(stuck in p and "never ended" in p for p in late.problems)
+    assert not any(done in p for p in late.problems)
