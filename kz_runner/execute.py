@@ -288,6 +288,7 @@ def _judge_step(
         limits=spec.limits,
         timeout_s=spec.step_timeout_s,
         max_result_bytes=MAX_RESULT_BYTES,
+        prestart=("calibrate", "candidate"),  # what every Benchmark asks for first
     )
     env = {
         **_base_environment(spec),

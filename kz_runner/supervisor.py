@@ -7,24 +7,27 @@ the write end of the result pipe (`KZ_RESULT_FD`). A worker gets one socket end,
 the judge only; its other end travels to the judge over the control socket. So no worker can
 reach the runner, the result channel or another worker, and none sees the judge's files.
 
-When the judge's step has ended, `finish` kills every worker's sandbox (orphans included:
-each has its own PID namespace) and only then reads the result.
+Workers a judge will surely ask for (`prestart`) are started with the judge, so their start
+overlaps its own. When the judge's step has ended, `finish` kills every worker's sandbox
+(orphans included: each has its own PID namespace) and only then reads the result.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kz_events.errors import KzError
 from kz_harness.channel import Channel, ChannelClosed, Op, decode_json
 from kz_harness.errors import HarnessError
-from kz_runner.backends.base import Backend, Bind, Spawned, StepSpec
+from kz_runner.backends.base import Backend, BackendUnavailable, Bind, Spawned, StepSpec
 from kz_runner.limits import StepLimits
 
 __all__ = [
@@ -34,6 +37,8 @@ __all__ = [
     "Supervisor",
     "worker_environment",
 ]
+
+log = logging.getLogger("kz.runner")
 
 HARNESS_INSIDE = "/kz/harness"
 WORK_INSIDE = "/kz/work"
@@ -82,6 +87,7 @@ class Supervisor:
         limits: StepLimits,
         timeout_s: float,
         max_result_bytes: int,
+        prestart: Sequence[str] = (),
     ) -> None:
         self.backend = backend
         self.implementations = dict(implementations)
@@ -94,12 +100,15 @@ class Supervisor:
         self.control = Channel(ours)
         self.judge_control = theirs
         self.result_read, self.result_write = os.pipe()
-        self.workers: list[tuple[str, Spawned]] = []
+        self.workers: list[tuple[str, Spawned | None]] = []
+        self._ready: dict[str, list[int]] = {}
+        self._ends: dict[int, socket.socket] = {}
         self.problems: list[str] = []
         self.document = bytearray()
         self._lock = threading.Lock()
         self._served = threading.Thread(target=self._serve, daemon=True)
         self._read = threading.Thread(target=self._read_result, daemon=True)
+        self.prestart = tuple(prestart)
         self._served.start()
         self._read.start()
 
@@ -115,6 +124,9 @@ class Supervisor:
     # --- serving the judge -------------------------------------------------------------
 
     def _serve(self) -> None:
+        # Workers are started from this thread, which lives as long as the judge's control
+        # line: bubblewrap's --die-with-parent follows the thread that started it.
+        self._prestart(self.prestart)
         while True:
             try:
                 op, payload, fds = self.control.receive()
@@ -147,17 +159,48 @@ class Supervisor:
     def _worker(self, request: dict[str, Any]) -> Spawned:
         number = int(request["worker"])
         with self._lock:
-            if not 0 <= number < len(self.workers):
-                raise HarnessError(f"no worker {number}")
-            return self.workers[number][1]
+            handed = 0 <= number < len(self.workers) and number not in self._ends
+            worker = self.workers[number][1] if handed else None
+        if worker is None:
+            raise HarnessError(f"no worker {number}")
+        return worker
 
     def _spawn(self, implementation: str) -> None:
+        """Hand the judge a worker of `implementation`: one started ahead if there is one."""
         if implementation != "calibrate" and implementation not in self.implementations:
             known = sorted({"calibrate", *self.implementations})
             raise HarnessError(f"no implementation {implementation!r}; known: {known}")
-        if len(self.workers) >= MAX_WORKERS:
-            raise HarnessError(f"a judge may start at most {MAX_WORKERS} workers")
-        number = len(self.workers)
+        with self._lock:
+            ready = self._ready.get(implementation, [])
+            number = ready.pop(0) if ready else None
+        if number is None:
+            number = self._start(implementation)
+        end = self._ends.pop(number)
+        try:
+            self.control.send_json(Op.OK, {"worker": number}, [end.fileno()])
+        finally:
+            end.close()
+
+    def _prestart(self, implementations: Sequence[str]) -> None:
+        """Start workers before the judge asks, so their start overlaps the judge's own."""
+        for implementation in implementations:
+            try:
+                number = self._start(implementation)
+            except BackendUnavailable:
+                return  # a backend without workers (the stub) answers for the judge itself
+            except (HarnessError, KzError, OSError) as exc:
+                log.warning("a %s worker could not be started ahead: %s", implementation, exc)
+                continue
+            with self._lock:
+                self._ready.setdefault(implementation, []).append(number)
+
+    def _start(self, implementation: str) -> int:
+        """Start a worker in the backend; its number (its end of the channel in `_ends`)."""
+        with self._lock:
+            if len(self.workers) >= MAX_WORKERS:
+                raise HarnessError(f"a judge may start at most {MAX_WORKERS} workers")
+            number = len(self.workers)
+            self.workers.append((implementation, None))
         scratch = self.scratch_root / f"worker-{number}"
         src = self.scratch_root / f"worker-{number}-src"
         scratch.mkdir(mode=0o755)
@@ -188,19 +231,21 @@ class Supervisor:
                 uid=WORKER_UID_BASE + number,
             )
             spawned = self.backend.spawn(step)
-            with self._lock:
-                self.workers.append((implementation, spawned))
-            theirs.close()
-            # A backend that cannot pass the descriptor (a container) hands over its own
-            # connection to the worker instead.
-            handed: socket.socket | None = getattr(spawned, "channel", None)
-            end = handed if handed is not None else ours
-            self.control.send_json(Op.OK, {"worker": number}, [end.fileno()])
-            if handed is not None:
-                handed.close()
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
+        with self._lock:
+            self.workers[number] = (implementation, spawned)
+        # A backend that cannot pass the descriptor (a container) hands over its own
+        # connection to the worker instead.
+        handed: socket.socket | None = getattr(spawned, "channel", None)
+        if handed is not None:
             ours.close()
+            ours = socket.socket(fileno=os.dup(handed.fileno()))
+        self._ends[number] = ours
+        return number
 
     def _read_result(self) -> None:
         while True:
@@ -221,8 +266,12 @@ class Supervisor:
         """After the judge's step: kill every worker, then hand over the result."""
         self.judge_control.close()
         os.close(self.result_write)
+        self._served.join(5.0)
         with self._lock:
-            workers = list(self.workers)
+            workers = [(name, worker) for name, worker in self.workers if worker is not None]
+            ends, self._ends = list(self._ends.values()), {}
+        for end in ends:
+            end.close()
         logs = [(name, worker.output()) for name, worker in workers]  # output() kills first
         self._served.join(5.0)
         self._read.join(5.0)

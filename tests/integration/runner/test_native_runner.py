@@ -200,7 +200,7 @@ async def test_main_judge_runs_instead_of_the_submitted_one(
     benchmark = trusted / ".kernel_package" / "benchmark.py"
     benchmark.write_text(
         benchmark.read_text().replace(
-            "    print(reason)\n", "    print(reason)\n    print('main judge ran')\n"
+            'if __name__ == "__main__":\n', 'if __name__ == "__main__":\n    print("main judge ran")\n'
         )
     )
     bundle = io.BytesIO()
