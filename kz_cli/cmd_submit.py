@@ -182,8 +182,9 @@ def _describe(doc: dict[str, Any]) -> str:
     line = status
     if result.get("reason"):
         line += f": {result['reason']}"
-    if doc.get("error"):
-        line += f": {doc['error'].get('code')}: {doc['error'].get('message')}"
+    error = doc.get("error") or {}
+    if error and error.get("message") != result.get("reason"):  # a rejection's error repeats it
+        line += f": {error.get('code')}: {error.get('message')}"
     commits = doc.get("commits") or {}
     if commits.get("source"):
         line += f"\n  source commit       {commits['source']}"

@@ -416,7 +416,7 @@ class Benchmark:
         else:
             accepted = False
             bad = next((c for c in checks if not c.passed), None)
-            reason = f"rejected: {bad.name}: {bad.reason}" if bad else "rejected: not measured"
+            reason = f"{bad.name}: {bad.reason}" if bad else "nothing could be measured"
         document = build_result(
             accepted=accepted,
             reason=reason,
