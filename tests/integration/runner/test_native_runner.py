@@ -198,10 +198,9 @@ async def test_main_judge_runs_instead_of_the_submitted_one(
         f"schema_version: 1\nkernel_id: {RMSNORM_ID}\nbest: {{value: 1000000000.0}}\n"
     )
     benchmark = trusted / ".kernel_package" / "benchmark.py"
+    main_block = 'if __name__ == "__main__":\n'
     benchmark.write_text(
-        benchmark.read_text().replace(
-            'if __name__ == "__main__":\n', 'if __name__ == "__main__":\n    print("main judge ran")\n'
-        )
+        benchmark.read_text().replace(main_block, main_block + '    print("main judge ran")\n')
     )
     bundle = io.BytesIO()
     pack_directory(trusted, bundle)
