@@ -31,6 +31,8 @@ from kz_runner.backends.base import (
 from kz_runner.backends.fdbridge import INSIDE as FD_INSIDE
 from kz_runner.backends.fdbridge import FdBridge
 from kz_runner.backends.process import POLL_S, OutputBuffer, why_stop
+from kz_runner.backends.sandbox import _cpu_ns as cpu_ns_of
+from kz_runner.backends.sandbox import _threads as threads_of
 
 __all__ = ["DockerBackend", "DockerProcess"]
 
@@ -38,6 +40,29 @@ _TMPFS = "rw,nosuid,nodev,size=1g,mode=1777"
 _LOG_JOIN_S = 5.0
 _CONNECT_S = 60.0  # a worker's container starts and connects to its channel within this
 _SIGSTOP, _SIGCONT = 19, 18
+
+
+def _proc_view(pids: list[int]) -> dict[str, int]:
+    processes = threads = cpu_ns = 0
+    main_cpu_ns = -1
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            used = cpu_ns_of(f"/proc/{pid}")
+        except OSError:
+            continue
+        processes += 1
+        threads += threads_of(status)
+        cpu_ns += used
+        if main_cpu_ns < 0:
+            with contextlib.suppress(OSError):
+                main_cpu_ns = cpu_ns_of(f"/proc/{pid}/task/{pid}")
+    return {
+        "processes": processes,
+        "threads": threads,
+        "cpu_ns": cpu_ns,
+        "main_cpu_ns": max(main_cpu_ns, 0),
+    }
 
 
 def _device_requests(gpus: str | None) -> list[Any]:
@@ -98,6 +123,13 @@ class DockerBackend:
         except docker.errors.DockerException as exc:
             raise BackendUnavailable(f"docker engine not reachable: {exc}") from exc
 
+    def one_shot(self) -> dict[str, bool]:
+        """`one_shot=True` where the engine has it (API 1.41+): stats then answer at once
+        instead of waiting two sampling cycles (about 2 s a call)."""
+        from docker.utils import version_gte
+
+        return {"one_shot": True} if version_gte(self.client.api.api_version, "1.41") else {}
+
     def create_options(self, step: StepSpec) -> dict[str, Any]:
         """Keyword arguments of `containers.create` for a step (pure)."""
         from docker.types import Ulimit
@@ -142,6 +174,33 @@ class DockerBackend:
             options["nano_cpus"] = int(self.cpus * 1e9)
         return options
 
+    def _owner(self, step: StepSpec) -> tuple[int, int] | None:
+        """The numeric uid:gid the step runs as, where the runner may hand it folders."""
+        if os.geteuid() != 0:
+            return None  # the step runs as the runner's own uid, which owns them already
+        if step.uid is not None:
+            return step.uid, step.uid
+        uid, _, gid = self.user.partition(":")
+        if not (uid.isdigit() and (gid or uid).isdigit()):
+            return None  # a user name of the image: its ids are not known here
+        return int(uid), int(gid or uid)
+
+    def _hand_over(self, step: StepSpec) -> None:
+        """As root, give the step's writable folders (the work dir where it is bound at its
+        own path, and the writable binds) to the step's uid, as the sandbox does: the
+        container runs unprivileged, so a folder root owns would be read-only to it."""
+        owner = self._owner(step)
+        if owner is None:
+            return
+        writable = [bind.host for bind in step.binds if bind.writable]
+        if not any(bind.host.resolve() == step.workdir.resolve() for bind in step.binds):
+            writable.append(step.workdir)
+        for folder in writable:
+            for directory, _dirs, files in os.walk(folder):
+                os.chown(directory, *owner, follow_symlinks=False)
+                for name in files:
+                    os.chown(Path(directory) / name, *owner, follow_symlinks=False)
+
     def _bridged(self, step: StepSpec) -> tuple[StepSpec, FdBridge | None]:
         """The step with its descriptors turned into sockets it connects to (see fdbridge)."""
         if not step.pass_fds:
@@ -159,6 +218,7 @@ class DockerBackend:
         """Create, start and watch a container; kill it on timeout, cancel or flood; remove it."""
         started = time.monotonic()
         buffer = OutputBuffer(step.limits.max_output_bytes)
+        self._hand_over(step)
         step, bridge = self._bridged(step)
         container = self.client.containers.create(self.image, **self.create_options(step))
         flooded = threading.Event()
@@ -190,6 +250,7 @@ class DockerBackend:
 
     def spawn(self, step: StepSpec) -> DockerProcess:
         """Start a worker's container; its channel is handed over, not relayed."""
+        self._hand_over(step)
         step, bridge = self._bridged(step)
         assert bridge is not None, "a worker step inherits its channel"
         container = self.client.containers.create(self.image, **self.create_options(step))
@@ -234,7 +295,7 @@ class DockerBackend:
 
 class DockerProcess:
     """A worker's container: stopped and resumed by freezing its cgroup (pause/unpause),
-    counted and timed by the engine's stats, killed and removed as a whole."""
+    counted and timed through /proc (or the engine's stats), killed and removed as a whole."""
 
     def __init__(
         self,
@@ -256,16 +317,29 @@ class DockerProcess:
         index = top["Titles"].index("PID")
         return [int(row[index]) for row in top.get("Processes") or []]
 
+    def _visible(self, pids: list[int]) -> bool:
+        """Whether this host's /proc shows the container's processes (the runner beside the
+        engine, not in a PID namespace of its own): their cgroup names the container."""
+        try:
+            return all(self.container.id in Path(f"/proc/{pid}/cgroup").read_text() for pid in pids)
+        except OSError:
+            return False
+
     def inspect(self) -> dict[str, int]:
-        """The engine's view; it does not split CPU time by thread, so all of it counts as
-        the serving thread's (`work_outside_window` still sees work beside the calls)."""
-        stats = self.container.stats(stream=False)
+        """Processes, threads and CPU time of the container, read from /proc like the
+        sandbox's (exact, and at once): `main_cpu_ns` is its first process's main thread.
+        Where /proc does not show them, the engine's stats, which do not split CPU time by
+        thread, so all of it counts as the serving thread's (`work_outside_window` still
+        sees work beside the calls)."""
+        pids = sorted(self.members())
+        if pids and self._visible(pids):
+            return _proc_view(pids)
+        stats = self.container.stats(stream=False, **self.backend.one_shot())
         used = int(stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0))
         tasks = int(stats.get("pids_stats", {}).get("current", 0))
-        processes = len(self.members())
         return {
-            "processes": processes,
-            "threads": max(tasks, processes),
+            "processes": len(pids),
+            "threads": max(tasks, len(pids)),
             "cpu_ns": used,
             "main_cpu_ns": used,
         }

@@ -46,14 +46,19 @@ class FdBridge:
         folder.chmod(0o755)
         self.kinds = {fd: "seqpacket" if _is_seqpacket(fd) else "stream" for fd in fds}
         self.listeners: dict[int, socket.socket] = {}
-        for fd, kind in self.kinds.items():
-            kind_type = socket.SOCK_SEQPACKET if kind == "seqpacket" else socket.SOCK_STREAM
-            listener = socket.socket(socket.AF_UNIX, kind_type)
-            path = folder / f"{fd}.sock"
-            listener.bind(str(path))
-            path.chmod(0o777)  # the step's uid connects
-            listener.listen(1)
-            self.listeners[fd] = listener
+        # Bound through the folder's descriptor: a socket path holds at most 107 bytes, and a
+        # task's folder can be deeper than that.
+        here = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for fd, kind in self.kinds.items():
+                kind_type = socket.SOCK_SEQPACKET if kind == "seqpacket" else socket.SOCK_STREAM
+                listener = socket.socket(socket.AF_UNIX, kind_type)
+                listener.bind(f"/proc/self/fd/{here}/{fd}.sock")
+                (folder / f"{fd}.sock").chmod(0o777)  # the step's uid connects
+                listener.listen(1)
+                self.listeners[fd] = listener
+        finally:
+            os.close(here)
         self.threads: list[threading.Thread] = []
         self.open: list[socket.socket] = []
 
@@ -61,10 +66,15 @@ class FdBridge:
         return {FD_SOCKETS_ENV: ",".join(f"{fd}:{kind}" for fd, kind in self.kinds.items())}
 
     def accept(self, fd: int, timeout_s: float) -> socket.socket:
-        """The step's connection for `fd`, handed over (not relayed)."""
+        """The step's connection for `fd`, handed over (not relayed). The listener closes
+        once it has accepted, so nothing in the step can connect a second time."""
         listener = self.listeners[fd]
         listener.settimeout(timeout_s)
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        finally:
+            listener.close()
+            (self.folder / f"{fd}.sock").unlink(missing_ok=True)
         conn.settimeout(None)
         return conn
 
