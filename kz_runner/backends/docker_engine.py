@@ -147,6 +147,7 @@ class DockerBackend:
         tmpfs.update({folder: _TMPFS for folder in step.tmpfs})
         limits = step.limits
         options: dict[str, Any] = {
+            "entrypoint": [""],  # the image's own (deploy/'s runs `kz`) would wrap the step
             "command": list(step.argv),
             "working_dir": step.cwd or workdir,
             "environment": dict(step.env),

@@ -3,6 +3,7 @@ container's walls (network, files, memory, processes, time) holding, nothing lef
 
 from __future__ import annotations
 
+import io
 import shutil
 import socket
 import time
@@ -14,7 +15,7 @@ from docker_support import Engine
 
 from kz_events.ids import KernelId
 from kz_package import validate_result_document
-from kz_runner.backends import DockerBackend
+from kz_runner.backends import DockerBackend, StepSpec
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import MIB, StepLimits
 
@@ -27,6 +28,20 @@ RMSNORM = REPO_ROOT / "examples/kernels/cpu/Norm/RMSNorm/fp32/numpy_ref"
 
 def _log(outcome: TaskOutcome) -> str:
     return outcome.log.decode(errors="replace")[-4000:]
+
+
+def _host_processes_with(marker: str) -> list[str]:
+    """Command lines of live host processes that mention `marker` (containers' included)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in cmdline:
+                found.append(cmdline)
+    return found
 
 
 def _no_containers_left(engine: Engine) -> None:
@@ -216,6 +231,7 @@ def test_a_hung_judge_is_killed_at_its_timeout_and_its_container_removed(
     assert b"benchmark.py: killed (timeout)" in outcome.log
     assert time.monotonic() - started < 30
     _no_containers_left(engine)
+    assert _host_processes_with("time.sleep(987)") == []
 
 
 def test_a_file_over_the_size_limit_cannot_be_written(run_in_docker: RunPackage) -> None:
@@ -224,6 +240,28 @@ def test_a_file_over_the_size_limit_cannot_be_written(run_in_docker: RunPackage)
     outcome = run_in_docker(big, limits=StepLimits(max_file_bytes=1 * MIB))
     assert outcome.reason == "benchmark_error"
     assert b"File too large" in outcome.log or b"exit 153" in outcome.log, _log(outcome)
+
+
+def test_the_images_entry_point_does_not_wrap_the_step(
+    engine: Engine, docker_backend: DockerBackend, tmp_path: Path
+) -> None:
+    """An image with an entry point of its own (deploy/'s runner image runs `kz`) still runs
+    each step as its argv."""
+    engine.client.images.build(
+        fileobj=io.BytesIO(
+            f'FROM {docker_backend.image}\nENTRYPOINT ["python3", "-c", "print(1 / 0)"]\n'.encode()
+        ),
+        tag="kz-entrypoint-test",
+        rm=True,
+        network_mode="none",
+    )
+    backend = DockerBackend(image="kz-entrypoint-test", base_url=engine.url, gpus=None)
+    step = StepSpec(
+        argv=("python3", "-c", "print('STEP RAN')"), workdir=tmp_path, env={}, timeout_s=30.0
+    )
+    result = backend.run(step)
+    assert result.exit_code == 0 and b"STEP RAN" in result.output, result.output
+    _no_containers_left(engine)
 
 
 def test_no_container_outlives_the_session_s_tasks(engine: Engine) -> None:
