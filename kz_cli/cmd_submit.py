@@ -1,69 +1,106 @@
 """Commands for submitters and agents: `kz submit`, `kz status`, `kz claim`, `kz kernels`.
 
 `kz submit` packs the directory canonically, validates it with the same checks (and the same
-messages) as the server, submits it, then follows its status until the verdict. Exit codes:
-0 accepted or committed, 1 rejected, 2 failed, cancelled or any error.
+messages) as the server, submits it, then follows its status until the verdict; `EXIT_CODES`
+lists what it exits with.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from kz_events.config import load_settings
+from kz_cli.http import (
+    ApiClient,
+    add_server_options,
+    body_of,
+    error_lines,
+    log_pointer,
+    log_url,
+    refusal_lines,
+)
 from kz_events.ids import KernelId
-from kz_package import PackageError, Problem, pack_directory, validate_tarball
+from kz_package import INVALID_PACKAGE, PackageError, pack_directory, validate_tarball
 
-__all__ = ["exit_code_for", "register"]
+__all__ = [
+    "EXIT_CODES",
+    "checked_tarball",
+    "claim_line",
+    "error_lines",
+    "exit_code_for",
+    "kernel_table",
+    "register",
+    "status_lines",
+    "verdict_lines",
+]
 
 TERMINAL = {"committed", "rejected", "failed", "cancelled"}
 
 
+EXIT_CODES = """exit codes:
+  0  accepted or committed (kz submit --no-wait: queued)
+  1  rejected: the judge measured it and it did not beat the board
+  2  failed, cancelled, refused (locally or by the server), or any other error
+"""
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    submit = subparsers.add_parser("submit", help="submit a kernel package and follow it")
-    submit.add_argument("path", type=Path, help="package directory (or .tar.gz)")
-    submit.add_argument("--kernel-id", required=True)
-    submit.add_argument("--message", default="")
-    submit.add_argument("--base-commit")
+    submit = subparsers.add_parser(
+        "submit",
+        help="submit a kernel package and follow it",
+        description="Validate a package locally with the server's checks, submit it, and "
+        "follow it to its verdict.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    submit.add_argument(
+        "path", type=Path, help="package directory, or a .tar.gz of one (checked the same way)"
+    )
+    submit.add_argument(
+        "--kernel-id",
+        metavar="ID",
+        help="arch/op_class/sub_class/quant/name (default: the kernel_id in desc.yaml; "
+        "when given, it must match desc.yaml)",
+    )
+    submit.add_argument("--message", default="", help="a note stored with the submission")
+    submit.add_argument(
+        "--base-commit", metavar="SHA", help="main's commit the package was edited from"
+    )
     submit.add_argument("--no-wait", action="store_true", help="return once queued")
-    submit.add_argument("--timeout", type=float, default=1800.0, help="seconds to follow")
-    _common(submit)
+    submit.add_argument(
+        "--timeout", type=float, default=1800.0, metavar="S", help="seconds to follow (1800)"
+    )
+    add_server_options(submit)
     submit.set_defaults(handler=_handle_submit)
 
-    status = subparsers.add_parser("status", help="show (or follow) a submission's status")
-    status.add_argument("submission_id")
-    status.add_argument("--follow", action="store_true")
-    _common(status)
+    status = subparsers.add_parser(
+        "status",
+        help="show (or follow) a submission's status and where its log is",
+        epilog="exit codes: 0 when shown; with --follow those of kz submit",
+    )
+    status.add_argument("submission_id", metavar="ID", help="the submission id kz submit printed")
+    status.add_argument("--follow", action="store_true", help="wait until its verdict")
+    add_server_options(status)
     status.set_defaults(handler=_handle_status)
 
     claim = subparsers.add_parser("claim", help="take, renew or release a kernel's lease")
-    claim.add_argument("kernel_id")
-    claim.add_argument("--ttl", type=float, default=3600.0)
-    claim.add_argument("--release", action="store_true")
-    _common(claim)
+    claim.add_argument("kernel_id", metavar="ID", help="the kernel to hold")
+    claim.add_argument("--ttl", type=float, default=3600.0, metavar="S", help="lease seconds")
+    claim.add_argument("--release", action="store_true", help="give the lease back")
+    add_server_options(claim)
     claim.set_defaults(handler=_handle_claim)
 
     kernels = subparsers.add_parser("kernels", help="list kernels")
-    kernels.add_argument("--arch")
-    kernels.add_argument("--q")
-    kernels.add_argument("--limit", type=int, default=50)
-    _common(kernels)
+    kernels.add_argument("--arch", help="only this architecture, e.g. sm90 or cpu")
+    kernels.add_argument("--q", metavar="TEXT", help="only kernels whose id or title holds this")
+    kernels.add_argument("--limit", type=int, default=50, help="at most this many (50)")
+    add_server_options(kernels)
     kernels.set_defaults(handler=_handle_kernels)
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", help="API base URL (default KZ_SERVER_URL)")
-    parser.add_argument("--submitter", help="submitter id (default KZ_SUBMITTER_ID or $USER)")
-    parser.add_argument("--token", help="bearer token (default KZ_SUBMITTER_TOKEN)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def exit_code_for(status: str) -> int:
@@ -74,53 +111,29 @@ def exit_code_for(status: str) -> int:
     return 2
 
 
-class _Client:
-    def __init__(self, args: argparse.Namespace) -> None:
-        settings = load_settings(config_file=args.config)
-        headers = {
-            "X-Submitter-Id": args.submitter
-            or os.environ.get("KZ_SUBMITTER_ID")
-            or os.environ.get("USER", "anonymous")
-        }
-        token = args.token or os.environ.get("KZ_SUBMITTER_TOKEN")
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self.http = httpx.Client(
-            base_url=(args.server or settings.server_url).rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(90.0, connect=5.0),
+def checked_tarball(path: Path, kernel_id: KernelId | None, tmp: Path) -> tuple[Path, KernelId]:
+    """The tarball to upload and its kernel id, after the server's own checks: a folder is
+    packed canonically first, a `.tar.gz` is checked as it is. Without `kernel_id` the id
+    comes from the package's desc.yaml; with it, desc.yaml must agree."""
+    if path.is_dir():
+        tarball = tmp / "package.tar.gz"
+        pack_directory(path, tarball)
+    elif path.is_file():
+        tarball = path
+    else:
+        raise PackageError.one(
+            INVALID_PACKAGE, str(path), "", "expected a package directory or a .tar.gz of one"
         )
-        self.submitter = headers["X-Submitter-Id"]
-
-    def call(self, method: str, path: str, **kw: Any) -> httpx.Response:
-        try:
-            return self.http.request(method, path, **kw)
-        except httpx.TransportError as exc:
-            raise SystemExit(f"kz: cannot reach {self.http.base_url}: {exc}") from exc
-
-
-def error_lines(body: dict[str, Any]) -> list[str]:
-    error = body.get("error", {})
-    problems = error.get("details", {}).get("problems", [])
-    lines = [str(Problem(p["path"], p["field"], p["message"])) for p in problems]
-    return lines or [f"{error.get('code', 'error')}: {error.get('message', body)}"]
-
-
-def _pack(path: Path, kernel_id: KernelId, tmp: Path) -> Path:
-    if path.is_file():
-        return path
-    tarball = tmp / "package.tar.gz"
-    pack_directory(path, tarball)
-    validate_tarball(tarball, expected_kernel_id=kernel_id)
-    return tarball
+    package = validate_tarball(tarball, expected_kernel_id=kernel_id)
+    return tarball, package.kernel_id
 
 
 def _handle_submit(args: argparse.Namespace) -> int:
-    kernel_id = KernelId.parse(args.kernel_id)
-    client = _Client(args)
+    expected = KernelId.parse(args.kernel_id) if args.kernel_id else None
+    client = ApiClient(args)
     with tempfile.TemporaryDirectory(prefix="kz-submit-") as tmp:
         try:
-            tarball = _pack(args.path, kernel_id, Path(tmp))
+            tarball, kernel_id = checked_tarball(args.path, expected, Path(tmp))
         except PackageError as exc:
             return _refused(args, "invalid locally", exc.code, exc.message, exc.details)
         form = {
@@ -138,8 +151,7 @@ def _handle_submit(args: argparse.Namespace) -> int:
                 files={"package": ("package.tar.gz", handle, "application/gzip")},
             )
     if response.status_code != 202:
-        body = response.json()
-        error = body.get("error", {})
+        error = body_of(response).get("error", {})
         return _refused(
             args,
             f"refused by the server (HTTP {response.status_code})",
@@ -165,9 +177,7 @@ def _refused(
     if args.json:
         print(json.dumps(body))
     else:
-        print(f"kz: package {where}: {message}", file=sys.stderr)
-        for line in error_lines(body):
-            print(f"  {line}", file=sys.stderr)
+        print("\n".join(refusal_lines(where, body)), file=sys.stderr)
     return 2
 
 
@@ -192,7 +202,17 @@ def _describe(doc: dict[str, Any]) -> str:
     return line
 
 
-def _follow(client: _Client, sid: str, as_json: bool, timeout_s: float) -> int:
+def verdict_lines(doc: dict[str, Any], base_url: str) -> list[str]:
+    """The lines for a submission's state; every end but accepted or committed also says
+    where the runner's log is."""
+    lines = _describe(doc).split("\n")
+    status = str(doc.get("status"))
+    if status not in ("queued", "running", "accepted", "committed"):
+        lines.append(log_pointer(base_url, str(doc.get("submission_id"))))
+    return lines
+
+
+def _follow(client: ApiClient, sid: str, as_json: bool, timeout_s: float) -> int:
     deadline = time.monotonic() + timeout_s
     since = 0
     last = ""
@@ -202,43 +222,63 @@ def _follow(client: _Client, sid: str, as_json: bool, timeout_s: float) -> int:
             "GET", f"/api/submissions/{sid}/status", params={"since": since, "timeout": 30}
         )
         if response.status_code != 200:
-            print("\n".join(error_lines(response.json())), file=sys.stderr)
+            print("\n".join(error_lines(body_of(response))), file=sys.stderr)
             return 2
         doc = response.json()
         since = int(doc.get("version", since))
         line = _describe(doc)
-        if line != last and not as_json:
+        if line != last and not as_json and doc["status"] not in TERMINAL:
             print(f"  {line}", flush=True)
             last = line
         if doc["status"] in TERMINAL:
             break
     if as_json:
         print(json.dumps(doc))
+    elif doc.get("status") in TERMINAL:
+        print("\n".join(f"  {line}" for line in verdict_lines(doc, client.base_url)), flush=True)
+    else:
+        print(
+            f"  still {doc.get('status', 'unknown')} after {timeout_s:.0f} s: "
+            f"kz status {sid} --follow",
+            flush=True,
+        )
     return exit_code_for(str(doc.get("status", "failed")))
 
 
 def _handle_status(args: argparse.Namespace) -> int:
-    client = _Client(args)
+    client = ApiClient(args)
     if args.follow:
         return _follow(client, args.submission_id, args.json, 3600.0)
     response = client.call("GET", f"/api/submissions/{args.submission_id}/status")
-    body = response.json()
+    body = body_of(response)
     if response.status_code != 200:
         print("\n".join(error_lines(body)), file=sys.stderr)
         return 2
-    print(json.dumps(body, indent=2) if args.json else _describe(body))
+    if args.json:
+        body["log_url"] = log_url(client.base_url, args.submission_id)
+        print(json.dumps(body, indent=2))
+    else:
+        print("\n".join(status_lines(body, client.base_url)))
     return 0
 
 
+def status_lines(doc: dict[str, Any], base_url: str) -> list[str]:
+    """`kz status`: the state, and once a runner took it, where its log is."""
+    lines = _describe(doc).split("\n")
+    if str(doc.get("status")) != "queued":
+        lines.append(log_pointer(base_url, str(doc.get("submission_id"))))
+    return lines
+
+
 def _handle_claim(args: argparse.Namespace) -> int:
-    client = _Client(args)
+    client = ApiClient(args)
     kernel = KernelId.parse(args.kernel_id)
     path = f"/api/kernels/{kernel}/claim"
     if args.release:
         response = client.call("DELETE", path)
     else:
         response = client.call("POST", path, json={"ttl_s": args.ttl})
-    body = response.json() if response.content else {}
+    body = body_of(response) if response.content else {}
     if response.status_code >= 400:
         print("\n".join(error_lines(body)), file=sys.stderr)
         return 2
@@ -250,15 +290,17 @@ def claim_line(lease: dict[str, Any]) -> str:
     """`kz claim`'s answer for people: who holds the kernel and until when, or that it is free."""
     if not lease.get("holder"):
         return f"released {lease.get('kernel_id')}: nobody holds it"
-    return (f"{lease['holder']} holds {lease.get('kernel_id')} until {lease.get('expires_at')} "
-            f"(lease {lease.get('lease_id')}; renew with kz claim, give back with --release)")
+    return (
+        f"{lease['holder']} holds {lease.get('kernel_id')} until {lease.get('expires_at')} "
+        f"(lease {lease.get('lease_id')}; renew with kz claim, give back with --release)"
+    )
 
 
 def _handle_kernels(args: argparse.Namespace) -> int:
-    client = _Client(args)
+    client = ApiClient(args)
     params = {k: v for k, v in {"arch": args.arch, "q": args.q, "limit": args.limit}.items() if v}
     response = client.call("GET", "/api/kernels", params=params)
-    body = response.json()
+    body = body_of(response)
     if response.status_code != 200:
         print("\n".join(error_lines(body)), file=sys.stderr)
         return 2
@@ -281,7 +323,13 @@ def kernel_table(kernels: list[dict[str, Any]]) -> list[str]:
         value = best.get("value")
         unit = (kernel.get("metric") or {}).get("unit", "")
         shown = f"{value:.4g} {unit}".strip() if isinstance(value, int | float) else "-"
-        rows.append((str(kernel.get("id", kernel.get("kernel_id"))), shown,
-                     str(best.get("submitter") or "-"), str(kernel.get("accepted_count", 0))))
+        rows.append(
+            (
+                str(kernel.get("id", kernel.get("kernel_id"))),
+                shown,
+                str(best.get("submitter") or "-"),
+                str(kernel.get("accepted_count", 0)),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(3)]  # the last column ragged
     return ["  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]) for row in rows]

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "kz_cli.cmd_runner",
     "kz_cli.cmd_projector",
     "kz_cli.cmd_submit",
+    "kz_cli.cmd_logs",
     "kz_cli.cmd_events",
     "kz_cli.cmd_up",
 )
