@@ -61,6 +61,7 @@ def test_commands_next_to_kz_up_find_its_nats_server(stack: str, tmp_path: Path)
     tail = kz("events", "tail", "--from-seq", "1", "--count", "1", env=env, timeout=60)
     assert tail.returncode == 0, tail.stderr
     assert tail.stdout.split()[0] == "1"  # the first event of the log, with its sequence
+    assert "following the event log from seq 1" in tail.stderr
 
     elsewhere = {**env, "KZ_DATA_DIR": str(tmp_path / "nothing-here")}
     lost = kz("events", "tail", "--count", "1", env=elsewhere)
