@@ -93,6 +93,7 @@ def run_in_docker(tmp_path: Path, docker_backend: DockerBackend) -> RunPackage:
         step_timeout_s: float = 60.0,
         limits: StepLimits | None = None,
         validate: Callable[[bytes], dict[str, Any]] = validate_result_document,
+        cancelled: Callable[[], bool] | None = None,
     ) -> TaskOutcome:
         workdir = tmp_path / "work"
         _write_package(workdir, benchmark, build, src or {})
@@ -110,6 +111,6 @@ def run_in_docker(tmp_path: Path, docker_backend: DockerBackend) -> RunPackage:
             task_timeout_s=2 * step_timeout_s,
             limits=limits or StepLimits(memory_bytes=1024 * MIB, max_output_bytes=256 * 1024),
         )
-        return execute_task(spec, docker_backend, validate_result=validate)
+        return execute_task(spec, docker_backend, cancelled=cancelled, validate_result=validate)
 
     return run

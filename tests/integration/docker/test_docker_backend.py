@@ -215,23 +215,57 @@ def test_processes_stop_at_the_pids_limit(run_in_docker: RunPackage) -> None:
     assert 0 < forks < 24
 
 
-def test_a_hung_judge_is_killed_at_its_timeout_and_its_container_removed(
+HUNG_JUDGE = """
+import os, subprocess, sys, time
+from kz_harness.channel import Channel
+from kz_harness.judge import Control
+control = Control(Channel.from_fd(int(os.environ["KZ_CONTROL_FD"])))
+control.spawn("candidate")
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(987)"])
+open("/kz/scratch/started", "w").close()
+print("HANGING", flush=True)
+time.sleep(1000)
+"""
+
+HUNG_CANDIDATE = "import time\nprint('WORKER UP', flush=True)\ntime.sleep(988)\n"
+
+
+def test_a_hung_judge_is_killed_at_its_timeout_with_its_workers(
     run_in_docker: RunPackage, engine: Engine
 ) -> None:
-    """A judge that sleeps (with a child that sleeps too) is killed at the step timeout; the
-    container and everything in it are gone when the task returns."""
+    """A judge that started a worker (hung at import) and a child, then sleeps, is killed at
+    the step timeout; its container, the worker's and everything in them are gone when the
+    task returns."""
     started = time.monotonic()
-    outcome = run_in_docker(
-        "import subprocess, sys, time\n"
-        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(987)'])\n"
-        "time.sleep(1000)\n",
-        step_timeout_s=4.0,
-    )
+    outcome = run_in_docker(HUNG_JUDGE, {"kernel.py": HUNG_CANDIDATE}, step_timeout_s=6.0)
     assert outcome.reason == "timed_out", _log(outcome)
-    assert b"benchmark.py: killed (timeout)" in outcome.log
-    assert time.monotonic() - started < 30
+    assert b"benchmark.py: killed (timeout)" in outcome.log and b"HANGING" in outcome.log
+    assert time.monotonic() - started < 40
     _no_containers_left(engine)
-    assert _host_processes_with("time.sleep(987)") == []
+    assert _host_processes_with("time.sleep(98") == []
+
+
+def test_a_cancelled_task_stops_within_a_poll(
+    run_in_docker: RunPackage, engine: Engine, tmp_path: Path
+) -> None:
+    """When `cancelled()` turns true, the judge's container is killed and the task is
+    cancelled; the workers' containers go with it."""
+    started = tmp_path / "work.kz" / "judge-scratch" / "started"
+    began = time.monotonic()
+    outcome = run_in_docker(HUNG_JUDGE, {"kernel.py": HUNG_CANDIDATE}, cancelled=started.exists)
+    assert outcome.reason == "cancelled", _log(outcome)
+    assert b"benchmark.py: killed (cancelled)" in outcome.log
+    assert time.monotonic() - began < 30
+    _no_containers_left(engine)
+
+
+def test_a_flood_of_output_is_capped_and_killed(run_in_docker: RunPackage) -> None:
+    """Printing 1 GiB ends as a benchmark error with a log no larger than the limit."""
+    flood = "import sys\nfor _ in range(1024):\n    sys.stdout.buffer.write(b'x' * (1 << 20))\n"
+    outcome = run_in_docker(flood, limits=StepLimits(max_output_bytes=64 * 1024))
+    assert outcome.reason == "benchmark_error"
+    assert b"benchmark.py: killed (output_limit)" in outcome.log
+    assert len(outcome.log) < 2 * 64 * 1024 + 4096
 
 
 def test_a_file_over_the_size_limit_cannot_be_written(run_in_docker: RunPackage) -> None:
