@@ -10,24 +10,30 @@ import argparse
 import json
 import logging
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
+
+import msgspec
+from dulwich.errors import NotGitRepository
 
 from kz_cli import aio
 from kz_cli.local import nats_url_for
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
-from kz_projector.audit import run_audit
+from kz_projector.archive import ARCHIVE_REF
+from kz_projector.audit import AuditReport, run_audit
 from kz_projector.gitproj import utcnow
+from kz_projector.gitstore import open_repo, ref_value
 from kz_projector.importer import import_path
 from kz_projector.index import render_index
 from kz_projector.index_writer import build_index, write_atomic
 from kz_projector.packages import ObjectStorePackages
 from kz_projector.service import Projectors
 
-__all__ = ["register"]
+__all__ = ["FETCH_ARCHIVE", "check_archive", "register"]
 
 T = TypeVar("T")
 
@@ -112,10 +118,38 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
+FETCH_ARCHIVE = "git fetch origin 'refs/kz/*:refs/kz/*'"
+
+
+def check_archive(path: Path) -> None:
+    """Refuse, with the fix, a clone that lacks the archive ref: a plain `git clone` fetches
+    only branches, and an audit of an absent archive would read as a divergence."""
+    try:
+        repo = open_repo(path, create=False)
+    except (FileNotFoundError, NotGitRepository) as exc:
+        raise ConfigError(
+            f"--from-archive: expected a clone of the kernel repo, got {path}"
+        ) from exc
+    if ref_value(repo, ARCHIVE_REF) is None:
+        raise ConfigError(
+            f"--from-archive: {path} has no {ARCHIVE_REF.decode()}: a plain git clone does not "
+            f"fetch refs/kz/*; fetch the archive first with: cd {path} && {FETCH_ARCHIVE}"
+        )
+
+
+def _audit_from_archive(args: argparse.Namespace) -> AuditReport:
+    """Audit a clone alone. The report goes to a scratch directory, never to the data dir of
+    a stack that may run here: its audit.json is what `GET /api/audit` serves."""
+    check_archive(args.from_archive)
+    settings = load_settings(config_file=args.config)
+    with tempfile.TemporaryDirectory(prefix="kz-audit-") as scratch:
+        local = msgspec.structs.replace(settings, data_dir=Path(scratch))
+        return aio.run(run_audit(local, clock=utcnow, from_archive=args.from_archive))
+
+
 def _audit(args: argparse.Namespace) -> int:
     if args.from_archive is not None:
-        settings = load_settings(config_file=args.config)
-        report = aio.run(run_audit(settings, clock=utcnow, from_archive=args.from_archive))
+        report = _audit_from_archive(args)
     else:
         report = _with_log(
             args, lambda elog, settings: run_audit(settings, clock=utcnow, elog=elog)
