@@ -12,7 +12,7 @@ import bisect
 import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from kz_events.events import (
@@ -43,7 +43,19 @@ from kz_events.lifecycle import (
 from kz_events.screen import Screen
 from kz_projector.index import IndexState, fold_index
 
-__all__ = ["ArchQueue", "HistoryEntry", "ReadModels", "RunnerView", "SubmissionView"]
+__all__ = [
+    "RUNNER_GONE_AFTER",
+    "ArchQueue",
+    "HistoryEntry",
+    "ReadModels",
+    "RunnerView",
+    "SubmissionView",
+]
+
+# A runner heartbeats every few seconds while idle (or asks for work over HTTP, at most a
+# long-poll apart); one silent this long is gone, however it stopped (a crash leaves no
+# `deregistered`, and a previous `kz up`'s runner would otherwise stay listed as idle).
+RUNNER_GONE_AFTER = timedelta(seconds=90)
 
 
 @dataclass
@@ -87,6 +99,15 @@ class RunnerView:
     last_heartbeat: datetime | None = None
     busy_with: str | None = None
     deregistered: bool = False
+
+    def state_at(self, now: datetime) -> str:
+        """`deregistered`, `gone` (silent for `RUNNER_GONE_AFTER`), `busy` or `idle`."""
+        if self.deregistered:
+            return "deregistered"
+        last = max((t for t in (self.last_heartbeat, self.registered_at) if t), default=None)
+        if last is None or now - last > RUNNER_GONE_AFTER:
+            return "gone"
+        return "busy" if self.busy_with else "idle"
 
 
 @dataclass
@@ -321,6 +342,10 @@ class ReadModels:
             return None
         queue = self.queued.get(view.arch)
         return None if queue is None else queue.position(view.id)
+
+    def live_runners(self, now: datetime) -> list[RunnerView]:
+        """The runners that are neither deregistered nor gone at `now`."""
+        return [r for r in self.runners.values() if r.state_at(now) in ("busy", "idle")]
 
     def queue_depth(self) -> dict[str, tuple[int, int]]:
         arches = sorted(set(self.queued) | set(self.running))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from kz_api.models import (
@@ -129,8 +130,8 @@ def lease_doc(lease: KernelLease) -> LeaseDoc:
     )
 
 
-def runner_doc(view: RunnerView) -> RunnerDoc:
-    state = "deregistered" if view.deregistered else ("busy" if view.busy_with else "idle")
+def runner_doc(view: RunnerView, now: datetime | None = None) -> RunnerDoc:
+    state = view.state_at(now or datetime.now(UTC))
     return RunnerDoc(
         runner_id=view.runner_id,
         arches=view.arches,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
@@ -92,7 +93,7 @@ class SystemController(Controller):
             queue={
                 a: QueueDepth(queued=q, running=r) for a, (q, r) in models.queue_depth().items()
             },
-            runners=len(models.runners),
+            runners=len(models.live_runners(datetime.now(UTC))),
             skipped_events=_skipped(models.screen),
         )
         if log_seq is None:
@@ -151,6 +152,6 @@ class SystemController(Controller):
             log_seq=log_seq if log_seq is not None else models.seq,
             fold_seq=models.seq,
             projector_lag=models.awaiting_commit(),
-            runners=len(models.runners),
+            runners=len(models.live_runners(datetime.now(UTC))),
             skipped=dict(models.screen.counts),
         )
