@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import shutil
 import signal
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,7 +35,7 @@ from kz_runner.core import Runner, RunnerOptions, default_runner_id
 from kz_runner.native import NativeTransport
 from kz_runner.transport import RunnerInfo
 
-__all__ = ["register", "run_stack"]
+__all__ = ["banner", "configure_logging", "register", "run_stack"]
 
 log = logging.getLogger("kz.up")
 
@@ -62,10 +64,40 @@ def _handle(args: argparse.Namespace) -> int:
         if settings.kernel_repo_path == Path("kernel_data"):
             changes["kernel_repo_path"] = args.data_dir / "kernel_data"
     settings = msgspec.structs.replace(settings, **changes)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    configure_logging()
     aio.run(run_stack(settings, demo=not args.no_demo, backend=args.backend))
     return 0
+
+
+def configure_logging() -> None:
+    """INFO for the platform's own loggers; the HTTP libraries only warn, so each request
+    the demo or a runner makes does not bury the "kernel zoo is up" banner."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for noisy in ("uvicorn.access", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def kz_command() -> str:
+    """How to run `kz` from this shell: its name when on PATH, else its path in the venv."""
+    beside = Path(sys.executable).parent / "kz"
+    if shutil.which("kz") or not beside.is_file():
+        return "kz"
+    return str(beside)
+
+
+def banner(base_url: str, nats_url: str, url_file: Path) -> str:
+    kz = kz_command()
+    path_hint = ""
+    if kz != "kz":
+        path_hint = f"  PATH:    kz is {kz}; export PATH={Path(kz).parent}:$PATH\n"
+    return (
+        f"\nkernel zoo is up: {base_url}/webui/\n"
+        f"  submit:  kz submit DIR --server {base_url}   (a failed run: kz logs ID)\n"
+        "  events:  kz events tail   (also kz audit, kz index: NATS at "
+        f"{nats_url}, written to {url_file})\n"
+        f"{path_hint}"
+        "  stop:    Ctrl-C\n"
+    )
 
 
 async def run_stack(
@@ -87,8 +119,12 @@ async def run_stack(
     server: EmbeddedServer | None = None
     url = settings.nats_url
     if url is None:
+        # Its own process group: the terminal's SIGINT reaches only us, and we stop it last,
+        # after every part that talks to it has closed.
         server = EmbeddedServer(
-            Path(settings.data_dir) / "nats", sync_always=settings.nats_sync_always
+            Path(settings.data_dir) / "nats",
+            sync_always=settings.nats_sync_always,
+            own_session=True,
         )
         await asyncio.to_thread(server.start)
         url = server.url
@@ -115,14 +151,7 @@ async def run_stack(
         await _wait_started(api)
         if demo:
             await _demo(elog, base_url)
-        print(
-            f"\nkernel zoo is up: {base_url}/webui/\n"
-            f"  submit:  kz submit DIR --kernel-id ID --server {base_url}\n"
-            "  events:  kz events tail   (also kz audit, kz index: NATS at "
-            f"{url}, written to {Path(settings.data_dir) / URL_FILE})\n"
-            "  stop:    Ctrl-C\n",
-            flush=True,
-        )
+        print(banner(base_url, url, Path(settings.data_dir) / URL_FILE), flush=True)
         await _until_stopped(stop, tasks)
     finally:
         stop.set()

@@ -81,6 +81,8 @@ class EmbeddedServer:
 
     `sync_always` keeps the design's durability default (`sync_interval: always`).
     `extra_config` is appended verbatim to the generated configuration (cluster blocks, accounts).
+    `own_session` starts it in its own session and process group, so a Ctrl-C in the terminal
+    of the process that owns it reaches only that process, which stops it last (`kz up`).
     """
 
     store_dir: Path
@@ -91,6 +93,7 @@ class EmbeddedServer:
     extra_config: str = ""
     binary: Path | None = None
     log_path: Path | None = None
+    own_session: bool = False
     _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -123,7 +126,10 @@ class EmbeddedServer:
         log = self.log_path or (self.store_dir / f"{self.server_name}.log")
         with log.open("ab") as sink:
             self._process = subprocess.Popen(
-                [str(binary), "-c", str(conf)], stdout=sink, stderr=subprocess.STDOUT
+                [str(binary), "-c", str(conf)],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=self.own_session,
             )
         self._wait_ready(timeout_s, log)
         return self

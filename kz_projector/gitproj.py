@@ -127,7 +127,7 @@ class GitProjector:
         if root is not None:  # every kernel of main has its judge in KZ_JUDGES
             self.judges.update(await restore_judge_bundles(self.elog, self.fold.writer, root))
         for applied in lacking:
-            await self.announce(applied)
+            await self.announce(applied, existing=True)
 
     async def handle(self, seq: int, event: Event | UnknownEvent) -> Applied | None:
         """Fold one event; its commits become durable at the next `flush`."""
@@ -240,8 +240,11 @@ class GitProjector:
         else:
             self.subs[sid] = state
 
-    async def announce(self, applied: Applied) -> None:
-        """Append `committed` for an applied result, unless the log has it already."""
+    async def announce(self, applied: Applied, *, existing: bool = False) -> None:
+        """Append `committed` for an applied result, unless the log has it already.
+
+        `existing`: the commit was made by an earlier run (found on the branch at start); the
+        append reuses its event id, so the log stores it once, and the line says so."""
         assert applied.submission_id is not None and applied.source is not None
         meta = EventMeta(
             event_id=committed_event_id(applied.submission_id, applied.source),
@@ -267,9 +270,19 @@ class GitProjector:
                 return
             try:
                 await self.elog.append(events[0], expect=state.version)
-                log.info(
-                    "git projector: committed %s as %s", applied.submission_id, applied.bench_result
-                )
+                if existing:
+                    log.info(
+                        "git projector: re-announced the existing commit %s of %s "
+                        "(made by an earlier run; the log stores it once)",
+                        applied.bench_result,
+                        applied.submission_id,
+                    )
+                else:
+                    log.info(
+                        "git projector: committed %s as %s",
+                        applied.submission_id,
+                        applied.bench_result,
+                    )
                 return
             except ConcurrencyConflict:
                 state = None

@@ -1,0 +1,91 @@
+"""`kz up` stopped with Ctrl-C and started again, as a person at a terminal does it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kz_events.server import free_port
+from kz_testing import KzProcess, kz_argv
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+RMSNORM = REPO / "examples/kernels/cpu/Norm/RMSNorm/fp32/numpy_ref"
+
+
+def start_up(tmp_path: Path, port: int, log: Path) -> KzProcess:
+    argv = kz_argv(
+        "up",
+        "--no-demo",
+        "--backend",
+        "stub",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(tmp_path / "kz"),
+    )
+    up = KzProcess("kz up", argv, dict(os.environ), log, cwd=tmp_path).start()
+    up.wait_healthy(f"http://127.0.0.1:{port}", timeout_s=60)
+    return up
+
+
+def ctrl_c(up: KzProcess) -> int | None:
+    """What a terminal does on Ctrl-C: SIGINT to the whole foreground process group."""
+    up.signal(signal.SIGINT)  # KzProcess runs in its own group and signals all of it
+    up.wait_or_kill(30)
+    return up.returncode
+
+
+def test_ctrl_c_is_quiet_and_a_restart_shows_the_old_runner_gone(tmp_path: Path) -> None:
+    """Ctrl-C stops kz up without NATS warnings (the embedded server is in its own group
+    and stopped last, so the runner deregisters); the restart re-announces the head's
+    commit in words that do not read as a new commit, and counts only the new runner."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    first_log, second_log = tmp_path / "up1.log", tmp_path / "up2.log"
+    up = start_up(tmp_path, port, first_log)
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kz_cli.main",
+                "submit",
+                str(RMSNORM),
+                "--server",
+                url,
+                "--submitter",
+                "alice",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    finally:
+        code = ctrl_c(up)
+    first = first_log.read_text()
+    assert code == 0, first
+    warnings = [line for line in first.splitlines() if "WARNING" in line or "nats: " in line]
+    assert warnings == []
+    assert "httpx" not in first
+    assert first.count("git projector: committed") == 1
+
+    up = start_up(tmp_path, port, second_log)
+    try:
+        runners = httpx.get(f"{url}/api/runners").json()["items"]
+        health = httpx.get(f"{url}/api/health").json()
+    finally:
+        ctrl_c(up)
+    second = second_log.read_text()
+    assert "re-announced the existing commit" in second
+    assert "git projector: committed" not in second
+    assert sorted(r["state"] for r in runners) == ["deregistered", "idle"]
+    assert health["runners"] == 1
