@@ -42,6 +42,7 @@ from kz_harness.channel import (
 from kz_harness.checks import Check, compare
 from kz_harness.errors import HarnessError, HarnessUnavailable
 from kz_harness.result import RESULT_FD_ENV, build_result
+from kz_harness.sidebyside import Comparison, compare_side_by_side, decisive, speedup_interval
 from kz_harness.stats import UNITS, Stats
 from kz_harness.verdict import baseline_best, geomean, verdict
 from kz_harness.worker import CALIBRATE, DEVICE_TIME
@@ -61,6 +62,7 @@ __all__ = [
 
 CONTROL_FD_ENV = "KZ_CONTROL_FD"
 SEED_ENV = "KZ_SEED"
+IMPLEMENTATIONS_ENV = "KZ_IMPLEMENTATIONS"  # what the runner can start: candidate[,incumbent]
 _SLOTS_PER_WORKLOAD = 2
 _CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted in ticks
 _CPU_RATIO = 1.05
@@ -96,6 +98,8 @@ class Timing:
     checked_calls: int = 8
     calibration_calls: int = 200
     call_timeout_s: float = 30.0
+    min_block_pairs: int = 6
+    block_s: float = 0.02
 
 
 @dataclass(slots=True)
@@ -278,6 +282,8 @@ class _Measured:
     overhead_ns: float
     checks: list[Check]
     cpu: dict[str, int]
+    incumbent: Stats | None = None
+    log_ratios: list[float] = field(default_factory=list)
 
 
 class Benchmark:
@@ -357,12 +363,23 @@ class Benchmark:
         calibration = control.spawn("calibrate")
         where = {"cpu": cpu, "device": self.device, "device_dtype": self.device_dtype}
         candidate = control.spawn("candidate")
+        available = os.environ.get(IMPLEMENTATIONS_ENV, "candidate").split(",")
+        incumbent = control.spawn("incumbent") if "incumbent" in available else None
         calibration.send(Op.LOAD, {"entry": CALIBRATE, **where})
         candidate.send(Op.LOAD, {"entry": self.entry, "path": "src", **where})
+        if incumbent is not None:
+            incumbent.send(Op.LOAD, {"entry": self.entry, "path": "src", **where})
         try:
             calibration.answered()
         except CandidateFailed as exc:  # the trusted no-op: this runner cannot run the board
             raise HarnessUnavailable(f"this runner cannot run the board's calls: {exc}") from exc
+        self.incumbent_note = ""
+        if incumbent is not None:
+            try:
+                incumbent.answered()
+            except CandidateFailed as exc:  # main's source no longer runs under this judge
+                self.incumbent_note = f"the incumbent could not be measured: {exc}"
+                incumbent = None
         measured: list[tuple[Workload, _Measured]] = []
         failure = ""
         try:
@@ -370,7 +387,7 @@ class Benchmark:
             self._check_alone(control, candidate, flags, "after loading")
             for workload in self.workloads:
                 run = _WorkloadRun(self, np, workload, inputs_rng, pick_rng, flags)
-                measured.append((workload, run.measure(control, candidate, calibration)))
+                measured.append((workload, run.measure(control, candidate, calibration, incumbent)))
         except CandidateFailed as exc:
             failure = str(exc)
         return self._document(np, cpu, measured, failure, flags)
@@ -382,6 +399,13 @@ class Benchmark:
             flags.add("extra_processes", f"the worker had {seen['processes']} processes {when}")
         if seen["threads"] > seen["processes"]:
             flags.add("extra_threads", f"the worker had {seen['threads']} threads {when}")
+
+    def _comparison(self, measured: list[tuple[Workload, _Measured]]) -> Comparison | None:
+        """The side-by-side verdict when the incumbent was measured beside the candidate."""
+        ratios = [m.log_ratios for _, m in measured]
+        if not measured or any(len(r) < 2 for r in ratios):
+            return None
+        return compare_side_by_side(ratios, self.margin)
 
     def _document(
         self,
@@ -401,6 +425,7 @@ class Benchmark:
                 "value": m.stats.median,
                 "stats": m.stats,
                 "channel_overhead": m.overhead_ns * UNITS["ns"] / UNITS[self.time_unit],
+                **_beside(m),
             }
             for w, m in measured
         ]
@@ -408,7 +433,10 @@ class Benchmark:
             bool(checks) and all(c.passed for c in checks) and len(measured) == len(self.workloads)
         )
         value = geomean(max(m.stats.median, 1e-9) for _, m in measured) if measured else None
-        if passed and value is not None:
+        comparison = self._comparison(measured) if passed else None
+        if comparison is not None:
+            accepted, reason = comparison.faster, comparison.reason
+        elif passed and value is not None:
             accepted, reason = verdict(
                 True, value, baseline_best(), better=self.metric["better"], margin=self.margin,
                 unit=unit,
@@ -428,6 +456,10 @@ class Benchmark:
         if value is None:
             document["metric"]["value"] = None
         document["flags"] = flags.to_list()
+        if comparison is not None:
+            document["comparison"] = comparison.to_dict()
+        elif self.incumbent_note:
+            document["comparison"] = {"against": None, "reason": self.incumbent_note}
         document["timing"] = {
             "method": "judge_clock" if self.device == "cpu" else "cuda_events_bounded",
             "clock": (
@@ -443,6 +475,17 @@ class Benchmark:
         return document
 
 
+def _beside(measured: _Measured) -> dict[str, Any]:
+    """A workload's side-by-side figures: the incumbent's stats and the speed-up over it."""
+    if measured.incumbent is None or len(measured.log_ratios) < 2:
+        return {}
+    speedup, low, high = speedup_interval([measured.log_ratios])
+    return {
+        "incumbent": measured.incumbent.to_dict(),
+        "speedup": {"value": speedup, "interval": [low, high], "blocks": len(measured.log_ratios)},
+    }
+
+
 def _round_to_bf16(np: Any, array: Any) -> Any:
     """float32 values rounded to the nearest bfloat16 (ties to even), kept as float32."""
     if array.dtype != np.float32:
@@ -450,6 +493,12 @@ def _round_to_bf16(np: Any, array: Any) -> Any:
     bits = array.view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
     return rounded.astype(np.uint32).view(np.float32)
+
+
+def statistics_median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _numpy() -> Any:
@@ -490,6 +539,7 @@ class _WorkloadRun:
         self.calls = 0
         self.last_device: int | None = None
         self.overhead_ns = 0.0
+        self.log_ratios: list[float] = []
         self.checked_seen = 0
         self._stop = "given"
         self.cpu: dict[str, int] = {}
@@ -518,31 +568,102 @@ class _WorkloadRun:
             arrays = tuple(_round_to_bf16(self.np, a) for a in arrays)
         return arrays
 
-    def measure(self, control: Control, candidate: Link, calibration: Link) -> _Measured:
+    def measure(
+        self, control: Control, candidate: Link, calibration: Link, incumbent: Link | None = None
+    ) -> _Measured:
         layout = self.slots.layout.to_dict()
+        rivals = [candidate] if incumbent is None else [candidate, incumbent]
         try:
-            for link in (calibration, candidate):
+            for link in (calibration, *rivals):
                 link.request(Op.SLOTS, {"slots": [layout] * _SLOTS_PER_WORKLOAD}, self.slots.fds)
-            control.stop(candidate)  # nothing of the candidate's runs while the channel is timed
-            try:
-                overhead = self._calibrate(calibration)
-                self.overhead_ns = overhead
-            finally:
-                control.cont(candidate)
+            for link in rivals:  # nothing of theirs runs while the channel is timed
+                control.stop(link)
+            overhead = self._calibrate(calibration)
+            self.overhead_ns = overhead
             control.stop(calibration)
+            control.cont(candidate)
             self._one_call(candidate, keep=True)  # the untimed first call, checked always
             Benchmark._check_alone(control, candidate, self.flags, "after its first call")
-            samples = self._sample(control, candidate)
+            if incumbent is None:
+                samples = self._sample(control, candidate)
+                theirs: list[float] = []
+            else:
+                samples, theirs = self._side_by_side(control, candidate, incumbent)
             Benchmark._check_alone(control, candidate, self.flags, "after the timed calls")
-            control.cont(calibration)
+            for link in (calibration, *rivals):
+                control.cont(link)
         finally:
             self.slots.close()
-        on_device = self.bench.device == "cuda"
-        corrected = samples if on_device else [max(s - overhead, 1.0) for s in samples]
-        stats = Stats.from_samples(corrected, unit="ns", stop=self._stop).to_unit(
-            self.bench.time_unit
-        )
-        return _Measured(stats, overhead, self._checks(), self.cpu)
+        stats = self._stats(samples)
+        if incumbent is None:
+            return _Measured(stats, overhead, self._checks(), self.cpu)
+        return _Measured(stats, overhead, self._checks(), self.cpu, self._stats(theirs),
+                         self.log_ratios)  # fmt: skip
+
+    def _value(self, wall: int) -> float:
+        """A call's figure: the device time on a GPU, else the wall time less the channel's."""
+        if self.last_device is not None:
+            return float(self.last_device)
+        return max(wall - self.overhead_ns, 1.0)
+
+    def _stats(self, values: list[float]) -> Stats:
+        return Stats.from_samples(values, unit="ns", stop=self._stop).to_unit(self.bench.time_unit)
+
+    def _side_by_side(
+        self, control: Control, candidate: Link, incumbent: Link
+    ) -> tuple[list[float], list[float]]:
+        """Candidate and incumbent in interleaved blocks on the same inputs, in a random
+        order, the one not timed stopped; until the interval is decisive or the budget is
+        spent. Returns both implementations' figures; the blocks' log-ratios are kept."""
+        timing = self.bench.timing
+        control.stop(candidate)
+        control.cont(incumbent)
+        self._one_call(incumbent, keep=False)  # its own untimed first call
+        warm: dict[str, list[float]] = {}
+        for link, other in ((candidate, incumbent), (incumbent, candidate)):
+            control.stop(other)
+            control.cont(link)
+            started = time.perf_counter()
+            warm[link.name] = []
+            while time.perf_counter() - started < timing.warmup_s or not warm[link.name]:
+                warm[link.name].append(self._value(self._one_call(link, keep=link is candidate)))
+        typical = max(statistics_median(warm[candidate.name] + warm[incumbent.name]), 1.0)
+        block = int(min(max(timing.block_s * 1e9 / typical, 8), 256))
+        ours: list[float] = []
+        theirs: list[float] = []
+        self.log_ratios = []
+        before = control.inspect(candidate)
+        windows = 0
+        started = time.perf_counter()
+        self._stop = "max_samples"
+        while len(ours) < timing.max_samples:
+            inputs = [self._fresh_inputs() for _ in range(block)]
+            order = [candidate, incumbent] if self.pick.random() < 0.5 else [incumbent, candidate]
+            medians: dict[str, float] = {}
+            for link in order:
+                other = incumbent if link is candidate else candidate
+                control.stop(other)
+                control.cont(link)
+                values = []
+                for drawn in inputs:
+                    wall = self._one_call(link, keep=link is candidate, inputs=drawn)
+                    values.append(self._value(wall))
+                    if link is candidate:
+                        windows += wall
+                (ours if link is candidate else theirs).extend(values)
+                medians[link.name] = statistics_median(values)
+            self.log_ratios.append(math.log(medians[candidate.name] / medians[incumbent.name]))
+            if len(self.log_ratios) < timing.min_block_pairs:
+                continue
+            _, low, high = speedup_interval([self.log_ratios])
+            if decisive(low, high, self.bench.margin):
+                self._stop = "decided"
+                break
+            if time.perf_counter() - started >= 2 * timing.budget_s:
+                self._stop = "budget"
+                break
+        self._account(before, control.inspect(candidate), windows)
+        return ours, theirs
 
     def _calibrate(self, calibration: Link) -> float:
         """The channel's cost of a call: on a CPU the no-op's wall time, on a GPU the part of
@@ -628,16 +749,19 @@ class _WorkloadRun:
         wall, self.last_device = link.call(index)
         got = out.copy()
         self.last_out[index] = got
+        # The same work after every call, whoever made it, so that no implementation meets
+        # caches the judge left otherwise (reading the inputs back costs the next call).
+        views = self.slots.inputs[index]
+        unchanged = all(
+            self.np.array_equal(v, p, equal_nan=True)
+            for v, p in zip(views, pristine, strict=True)
+        )
         if keep:
-            self._after_call(index, pristine, got)
+            self._after_call(pristine, got, unchanged)
         return wall
 
-    def _after_call(self, index: int, pristine: tuple[Any, ...], got: Any) -> None:
-        np = self.np
-        views = self.slots.inputs[index]
-        if not all(
-            np.array_equal(v, p, equal_nan=True) for v, p in zip(views, pristine, strict=True)
-        ):
+    def _after_call(self, pristine: tuple[Any, ...], got: Any, unchanged: bool) -> None:
+        if not unchanged:
             self.flags.add("inputs_changed", f"{self.workload.name}: a call changed its inputs")
             self.kept.append(_Kept(pristine, None))  # fails its check for certain
             return

@@ -71,6 +71,7 @@ class TaskSpec:
     workdir: Path
     harness_path: Path
     baseline_path: Path | None = None
+    incumbent: Path | None = None  # main's src/ of the kernel, measured beside the candidate
     step_timeout_s: float = 300.0
     task_timeout_s: float = 600.0
     limits: StepLimits = field(default_factory=StepLimits)
@@ -280,20 +281,25 @@ def _judge_step(
     if not src.is_dir():
         src.mkdir()
     _readable(src)
+    implementations = {"candidate": src}
+    if spec.incumbent is not None and spec.incumbent.is_dir():
+        _readable(spec.incumbent)
+        implementations["incumbent"] = spec.incumbent
     supervisor = Supervisor(
         run.backend,
-        implementations={"candidate": src},
+        implementations=implementations,
         scratch_root=dirs.workers,
         harness=harness,
         limits=spec.limits,
         timeout_s=spec.step_timeout_s,
         max_result_bytes=MAX_RESULT_BYTES,
-        prestart=("calibrate", "candidate"),  # what every Benchmark asks for first
+        prestart=("calibrate", *implementations),  # what every Benchmark asks for first
     )
     env = {
         **_base_environment(spec),
         **supervisor.judge_environment(),
         "KZ_SEED": secrets.token_hex(16),
+        "KZ_IMPLEMENTATIONS": ",".join(implementations),
     }
     if dirs.has_baseline:
         env["KZ_BASELINE_PATH"] = f"{JUDGE_INSIDE}/{BASELINE_NAME}"

@@ -228,7 +228,7 @@ class Supervisor:
                 tmpfs=(HOME_INSIDE,),
                 cwd=WORK_INSIDE,
                 pass_fds=(theirs.fileno(),),
-                uid=WORKER_UID_BASE + number,
+                uid=getattr(self.backend, "worker_uid_base", WORKER_UID_BASE) + number,
             )
             spawned = self.backend.spawn(step)
         except BaseException:

@@ -124,12 +124,16 @@ class SandboxBackend:
         bwrap: str = "bwrap",
         sandbox_uid: int = 65534,
         sandbox_gid: int = 65534,
+        worker_uid_base: int = 65000,
         python: str = sys.executable,
         readonly_paths: Sequence[Path] = (),
     ) -> None:
         self.bwrap = bwrap
         self.uid = sandbox_uid
         self.gid = sandbox_gid
+        # A judge's worker n runs as worker_uid_base + n. Process limits count per uid, so
+        # runners sharing a host each need their own uids (sandbox_uid and this range).
+        self.worker_uid_base = worker_uid_base
         self.python = python
         self.as_root = os.geteuid() == 0
         prefixes = {Path(sys.prefix), Path(sys.base_prefix), Path(python).resolve().parent.parent}

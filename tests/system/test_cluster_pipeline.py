@@ -55,6 +55,7 @@ def test_pipeline_survives_losing_the_stream_leader(
         "KZ_LIVE": 3,
         "OBJ_KZ_PACKAGES": 3,
         "OBJ_KZ_LOGS": 3,
+        "OBJ_KZ_JUDGES": 3,
     }
     assert stream_leader(stack) is not None
     plans = cluster_plans(200)

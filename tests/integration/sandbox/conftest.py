@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -35,8 +36,14 @@ RunPackage = Callable[..., TaskOutcome]
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> SandboxBackend:
-    backend = SandboxBackend()
+def sandbox(worker_id: str) -> SandboxBackend:
+    """The sandbox with uids of this test process's own (process limits count per uid, and
+    the layers run in parallel processes)."""
+    lane = int(worker_id.removeprefix("gw")) if worker_id.startswith("gw") else 0
+    backend = SandboxBackend(
+        sandbox_uid=64000 - 100 * lane, sandbox_gid=64000 - 100 * lane,
+        worker_uid_base=63000 - 100 * lane,
+    )  # fmt: skip
     backend.check_available()
     return backend
 
@@ -80,10 +87,13 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
         src: dict[str, str],
         *,
         baseline: str | None = None,
+        incumbent: dict[str, str] | None = None,
         step_timeout_s: float = 60.0,
         limits: StepLimits | None = None,
     ) -> TaskOutcome:
-        workdir = tmp_path / "work"
+        root = Path(tempfile.mkdtemp(prefix="task-", dir=tmp_path))
+        root.chmod(0o755)
+        workdir = root / "work"
         (workdir / ".kernel_package").mkdir(parents=True)
         (workdir / ".kernel_package" / "build_test_env.py").write_text("print('build ok')\n")
         (workdir / ".kernel_package" / "benchmark.py").write_text(textwrap.dedent(benchmark))
@@ -92,14 +102,21 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
             (workdir / "src" / rel).write_text(textwrap.dedent(text))
         baseline_path = None
         if baseline is not None:
-            baseline_path = tmp_path / "bench_result.yaml"
+            baseline_path = root / "bench_result.yaml"
             baseline_path.write_text(baseline)
+        incumbent_src = None
+        if incumbent is not None:
+            incumbent_src = root / "incumbent" / "src"
+            for rel, text in incumbent.items():
+                (incumbent_src / rel).parent.mkdir(parents=True, exist_ok=True)
+                (incumbent_src / rel).write_text(textwrap.dedent(text))
         spec = TaskSpec(
             kernel_id=KERNEL_ID,
             arch="cpu",
             workdir=workdir,
             harness_path=REPO_ROOT,
             baseline_path=baseline_path,
+            incumbent=incumbent_src,
             step_timeout_s=step_timeout_s,
             task_timeout_s=2 * step_timeout_s,
             limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),

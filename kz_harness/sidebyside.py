@@ -1,0 +1,125 @@
+"""The side-by-side verdict: a speed-up over the incumbent with a confidence interval.
+
+The judge times the challenger and the incumbent in interleaved blocks on the same inputs;
+each pair of blocks gives one log-ratio, log(median challenger / median incumbent). Per
+workload the estimate is the mean of its log-ratios; across workloads, the mean of those (the
+geometric mean of the ratios). The interval is a stratified percentile bootstrap: blocks are
+resampled within each workload, so a workload with more blocks does not weigh more. The
+bootstrap's generator is seeded from nothing but the samples, so the same samples always
+give the same interval (a replay re-derives it).
+
+Outcomes, with the speed-up S = incumbent time / challenger time and the board's margin m:
+*faster* when the whole interval is above 1 + m, *not faster* when the whole interval is below
+it, *inconclusive* otherwise (the judge samples more within its budget first).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kz_harness.errors import HarnessError
+
+__all__ = [
+    "FASTER",
+    "INCONCLUSIVE",
+    "NOT_FASTER",
+    "Comparison",
+    "compare_side_by_side",
+    "decisive",
+    "speedup_interval",
+]
+
+FASTER = "faster"
+NOT_FASTER = "not_faster"
+INCONCLUSIVE = "inconclusive"
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+
+
+def _seed(groups: Sequence[Sequence[float]]) -> int:
+    digest = hashlib.sha256()
+    for group in groups:
+        digest.update(struct.pack(f"<{len(group) + 1}d", float(len(group)), *group))
+    return int.from_bytes(digest.digest()[:8], "little")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def speedup_interval(
+    log_ratios: Sequence[Sequence[float]],
+    *,
+    confidence: float = CONFIDENCE,
+    resamples: int = RESAMPLES,
+) -> tuple[float, float, float]:
+    """(speed-up, low, high) from per-workload lists of block log-ratios (challenger over
+    incumbent, so a negative log-ratio is a speed-up)."""
+    groups = [list(map(float, g)) for g in log_ratios]
+    if not groups or any(len(g) < 2 for g in groups):
+        raise HarnessError("each workload needs at least two block pairs for an interval")
+    if not 0 < confidence < 1:
+        raise HarnessError(f"confidence must be within (0, 1), got {confidence}")
+    estimate = _mean([_mean(g) for g in groups])
+    rng = random.Random(_seed(groups))
+    draws = sorted(
+        _mean([_mean(rng.choices(g, k=len(g))) for g in groups]) for _ in range(resamples)
+    )
+    tail = (1 - confidence) / 2
+    low = draws[int(tail * (resamples - 1))]
+    high = draws[math.ceil((1 - tail) * (resamples - 1))]
+    # A smaller log-ratio is a bigger speed-up: the interval's ends swap.
+    return math.exp(-estimate), math.exp(-high), math.exp(-low)
+
+
+def decisive(low: float, high: float, margin: float) -> bool:
+    """Whether an interval clears the margin or falls short of it."""
+    return low > 1 + margin or high < 1 + margin
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """The verdict of a side-by-side run and its one-line reason."""
+
+    outcome: str
+    speedup: float
+    low: float
+    high: float
+    margin: float
+    reason: str
+
+    @property
+    def faster(self) -> bool:
+        return self.outcome == FASTER
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "against": "incumbent",
+            "outcome": self.outcome,
+            "speedup": self.speedup,
+            "interval": [self.low, self.high],
+            "confidence": CONFIDENCE,
+            "margin": self.margin,
+            "reason": self.reason,
+        }
+
+
+def compare_side_by_side(log_ratios: Sequence[Sequence[float]], margin: float) -> Comparison:
+    """The outcome for the challenger, its speed-up over the incumbent and the interval."""
+    if not 0 <= margin < 1:
+        raise HarnessError(f"margin must be a fraction in [0, 1), got {margin}")
+    speedup, low, high = speedup_interval(log_ratios)
+    figures = (
+        f"{speedup:.3g}x the incumbent's speed, side by side "
+        f"({CONFIDENCE:.0%} interval {low:.3g}-{high:.3g}x, margin {margin:.0%})"
+    )
+    if low > 1 + margin:
+        return Comparison(FASTER, speedup, low, high, margin, f"faster: {figures}")
+    if high < 1 + margin:
+        return Comparison(NOT_FASTER, speedup, low, high, margin, f"not faster: {figures}")
+    return Comparison(INCONCLUSIVE, speedup, low, high, margin, f"inconclusive: {figures}")

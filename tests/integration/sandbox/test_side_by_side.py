@@ -1,0 +1,100 @@
+"""The side-by-side verdict through the real sandbox: the candidate and main's incumbent are
+timed in interleaved blocks on the same inputs, and the verdict is a speed-up with an
+interval, never a comparison with a number measured earlier."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from kz_runner.execute import TaskOutcome
+
+pytestmark = pytest.mark.integration
+
+JudgePackage = Callable[..., TaskOutcome]
+
+JUDGE = """
+import numpy as np
+from kz_harness import Benchmark, Timing, Workload
+
+def make_inputs(workload, rng):
+    return (rng.standard_normal((workload["rows"], 256), dtype=np.float32),)
+
+def reference(x):
+    return np.cumsum(x.astype(np.float64), axis=1)
+
+BENCHMARK = Benchmark(
+    entry="kernel:scan",
+    workloads=[Workload("r64", {"rows": 64}), Workload("r128", {"rows": 128})],
+    make_inputs=make_inputs, reference=reference, dtype="fp32",
+    timing=Timing(warmup_s=0.02, budget_s=0.4, calibration_calls=40),
+)
+raise SystemExit(BENCHMARK.main())
+"""
+
+# The work repeated `times` times: a kernel k/n slower than another by construction.
+KERNEL = """
+import numpy as np
+
+def scan(x):
+    for _ in range({times} - 1):
+        np.cumsum(x, axis=1, dtype=np.float32)
+    return np.cumsum(x, axis=1, dtype=np.float32)
+"""
+
+
+def _comparison(outcome: TaskOutcome) -> dict[str, object]:
+    assert outcome.result is not None, outcome.log.decode()[-3000:]
+    comparison = outcome.result.get("comparison")
+    assert isinstance(comparison, dict), outcome.result
+    return comparison
+
+
+def test_the_incumbents_own_source_is_never_accepted(judge_package: JudgePackage) -> None:
+    """Byte-identical resubmissions, five times: each judged not faster (or at worst
+    inconclusive, which is rejected too), never accepted."""
+    same = KERNEL.format(times=3)
+    outcomes = [
+        judge_package(JUDGE, {"kernel.py": same}, incumbent={"kernel.py": same}) for _ in range(5)
+    ]
+    for outcome in outcomes:
+        comparison = _comparison(outcome)
+        assert outcome.reason == "rejected", comparison
+        assert comparison["outcome"] in ("not_faster", "inconclusive")
+        low, high = comparison["interval"]  # type: ignore[misc]
+        assert low <= 1.0 + 0.05  # the interval reaches the tie
+
+
+def test_a_kernel_faster_by_construction_is_accepted_with_its_speedup(
+    judge_package: JudgePackage,
+) -> None:
+    """The incumbent does the work four times, the challenger three: about 1.33x, inside the
+    interval, judged faster."""
+    outcome = judge_package(
+        JUDGE, {"kernel.py": KERNEL.format(times=3)}, incumbent={"kernel.py": KERNEL.format(times=4)}
+    )
+    comparison = _comparison(outcome)
+    assert outcome.reason == "accepted", comparison
+    low, high = comparison["interval"]  # type: ignore[misc]
+    assert comparison["outcome"] == "faster" and 1.05 < low <= high
+    # The construction is about 4/3 (less the call's fixed cost); a busy host widens the
+    # interval, which must still reach it.
+    assert low < 4 / 3 * 1.2 and high > 4 / 3 * 0.8
+    assert outcome.result is not None
+    for workload in outcome.result["workloads"]:
+        assert workload["incumbent"]["n"] >= 8 and workload["speedup"]["blocks"] >= 6
+    assert str(comparison["reason"]).startswith("faster: ")
+
+
+def test_an_incumbent_that_no_longer_loads_leaves_the_verdict_to_the_baseline(
+    judge_package: JudgePackage,
+) -> None:
+    """Main's source without the board's entry point: the candidate is still judged, and
+    the result says why there was no side-by-side comparison."""
+    outcome = judge_package(
+        JUDGE, {"kernel.py": KERNEL.format(times=1)}, incumbent={"other.py": "x = 1\n"}
+    )
+    assert outcome.reason == "accepted", outcome.log.decode()[-3000:]
+    comparison = _comparison(outcome)
+    assert comparison["against"] is None and "incumbent" in str(comparison["reason"])
