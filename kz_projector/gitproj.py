@@ -35,7 +35,7 @@ from kz_projector.packages import (
     ObjectStorePackages,
     PackageSource,
     judge_bundle,
-    judge_files,
+    main_files,
     put_judge_bundle,
     restore_judge_bundles,
 )
@@ -159,7 +159,7 @@ class GitProjector:
                     announcing.create_task(self.announce(applied))
 
     async def _store_bundles(self, done: list[Applied]) -> None:
-        latest = {applied.kernel_id: judge_files(applied.files) for applied in done}
+        latest = {applied.kernel_id: main_files(applied.files) for applied in done}
         for kernel_id, judge in latest.items():
             if self.judges.get(kernel_id) != judge:  # most commits leave the judge as it was
                 await put_judge_bundle(self.elog, kernel_id, judge_bundle(judge))

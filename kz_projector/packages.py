@@ -51,6 +51,7 @@ __all__ = [
     "judge_bundle",
     "judge_files",
     "kernel_ids_of_tree",
+    "main_files",
     "put_judge_bundle",
     "restore_judge_bundles",
 ]
@@ -230,9 +231,18 @@ def judge_files(files: FileMap) -> dict[str, tuple[int, bytes]]:
     }
 
 
+def main_files(files: FileMap) -> dict[str, tuple[int, bytes]]:
+    """What main's bundle of a kernel carries to runners: its judge files, and its `src/` (the
+    incumbent, measured beside every challenger)."""
+    return {
+        **judge_files(files),
+        **{path: entry for path, entry in files.items() if path.startswith("src/")},
+    }
+
+
 def judge_bundle(files: FileMap) -> bytes:
-    """The canonical tar.gz of a package's judge files (see `judge_files`)."""
-    judge = judge_files(files)
+    """The canonical tar.gz of main's bundle of a kernel (see `main_files`)."""
+    judge = main_files(files)
     out = io.BytesIO()
     if judge:
         pack_files(judge, out)
@@ -273,7 +283,7 @@ async def restore_judge_bundles(
     for kernel_id in kernel_ids_of_tree(store, root):
         if await elog.has_object(JUDGES_BUCKET, judge_key(kernel_id)):
             continue
-        judge = judge_files(files_of_tree(store, root, kernel_id))
+        judge = main_files(files_of_tree(store, root, kernel_id))
         await put_judge_bundle(elog, kernel_id, judge_bundle(judge))
         stored[kernel_id] = judge
     return stored

@@ -29,11 +29,13 @@ from kz_runner.transport import Lease, Report, RunnerInfo, Transport
 from kz_runner.workdir import (
     TARBALL,
     baseline_path,
+    incumbent_files,
     judge_files,
     lay_out,
     make_task_dir,
     reads_in_memory,
     remove_tree,
+    write_incumbent,
 )
 
 __all__ = ["Runner", "RunnerOptions", "default_runner_id"]
@@ -214,11 +216,13 @@ class Runner:
             except PackageError as exc:
                 return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
             task.phase = "run"
+            incumbent = write_incumbent(incumbent_files(bundle), Path(f"{base}.incumbent"))
             spec = TaskSpec(
                 kernel_id=KernelId.parse(task.lease.kernel_id),
                 arch=task.lease.arch,
                 workdir=workdir,
                 baseline_path=baseline_path(workdir, judge),
+                incumbent=incumbent,
                 step_timeout_s=self.options.step_timeout_s,
                 task_timeout_s=self.options.task_timeout_s,
                 limits=self.options.limits,
@@ -232,6 +236,7 @@ class Runner:
             )
         finally:
             self._remove(base)
+            self._remove(Path(f"{base}.incumbent"))
 
     def _remove(self, base: Path) -> None:
         if self.options.keep_workdirs:

@@ -34,11 +34,13 @@ __all__ = [
     "MEMORY_TREE_BYTES",
     "TARBALL",
     "baseline_path",
+    "incumbent_files",
     "judge_files",
     "lay_out",
     "make_task_dir",
     "reads_in_memory",
     "remove_tree",
+    "write_incumbent",
 ]
 
 MEMORY_PACKAGE_BYTES = 1 * MIB
@@ -68,6 +70,26 @@ def judge_files(bundle: bytes | None) -> dict[str, bytes]:
     trusted = read_package_files(bundle)
     wanted = (f"{PACKAGE_DIR}/{name}" for name in JUDGE_FILES)
     return {rel: trusted[rel][1] for rel in wanted if rel in trusted}
+
+
+def incumbent_files(bundle: bytes | None) -> dict[str, bytes]:
+    """Main's `src/` of the kernel in its bundle (the incumbent), by path under `src/`."""
+    if bundle is None:
+        return {}
+    trusted = read_package_files(bundle)
+    return {rel.removeprefix("src/"): data for rel, (_mode, data) in trusted.items()
+            if rel.startswith("src/")}  # fmt: skip
+
+
+def write_incumbent(files: dict[str, bytes], folder: Path) -> Path | None:
+    """Write the incumbent's files as `folder/src` (its view in a worker); None without any."""
+    if not files:
+        return None
+    src = folder / "src"
+    for rel, data in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    return src
 
 
 def baseline_path(workdir: Path, judge: dict[str, bytes]) -> Path | None:

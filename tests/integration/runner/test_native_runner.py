@@ -278,3 +278,35 @@ async def test_a_package_laid_out_in_memory_or_on_disk_runs_the_same(
         _, events = await state_of(event_log, "cpu", sid)
         assert any(isinstance(e, SubmissionResult) and e.outcome == "accepted" for e in events)
     assert list(runner.taskdir.iterdir()) == []
+
+
+async def test_main_bundle_brings_the_incumbent_measured_side_by_side(
+    event_log: EventLog, tmp_path: Path
+) -> None:
+    """Main's bundle carries the kernel's src/ (the incumbent, as the projector stores it): the
+    runner hands it to the judge, which measures the challenger beside it and says by how much
+    it is faster, with an interval; the runner leaves no copy of it behind."""
+    from kz_projector.packages import judge_bundle
+
+    main = {
+        path.relative_to(RMSNORM).as_posix(): (0o644, path.read_bytes())
+        for path in RMSNORM.rglob("*")
+        if path.is_file()
+    }
+    await event_log.put_object(JUDGES_BUCKET, judge_key(RMSNORM_ID), judge_bundle(main))
+    challenger = tmp_path / "fast"
+    shutil.copytree(RMSNORM, challenger)
+    shutil.rmtree(challenger / "src")
+    shutil.copytree(RMSNORM.parents[5] / "variants" / "rmsnorm_fast" / "src", challenger / "src")
+    sid = await submit_dir(event_log, challenger, RMSNORM_ID, tmp_path)
+    runner = _runner(event_log, tmp_path, "r1")
+    await asyncio.wait_for(runner.run(asyncio.Event(), max_tasks=1), timeout=120)
+    _, events = await state_of(event_log, "cpu", sid)
+    result = next(e for e in events if isinstance(e, SubmissionResult))
+    log = await event_log.get_object_bytes(LOGS_BUCKET, result.log_key or "")
+    assert result.result is not None, log.decode()[-3000:]
+    comparison = result.result["comparison"]
+    assert comparison["against"] == "incumbent", comparison
+    assert comparison["outcome"] in ("faster", "inconclusive"), comparison  # vectorised: ~1.5x
+    assert b"== worker incumbent ==" in log
+    assert not list(runner.taskdir.glob("*.incumbent"))
