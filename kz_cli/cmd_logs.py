@@ -20,7 +20,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     logs.add_argument("submission_id", metavar="ID", help="the submission id kz submit printed")
     logs.add_argument(
-        "--server", metavar="URL", help="API base URL (default KZ_SERVER_URL, else 127.0.0.1:8000)"
+        "--server",
+        metavar="URL",
+        help="API base URL (default KZ_SERVER_URL, else a kz up's in this data dir, else "
+        "127.0.0.1:8000)",
     )
     logs.set_defaults(handler=_handle_logs)
 

@@ -23,7 +23,7 @@ from kz_api import create_app
 from kz_api.http_server import server_config
 from kz_cli import aio
 from kz_cli.demo import EXAMPLES, submit_demo
-from kz_cli.local import URL_FILE, forget_local_url, remember_local_url
+from kz_cli.local import API_URL_FILE, URL_FILE, forget_local_url, remember_local_url
 from kz_events.config import Settings, check_exposure, load_settings
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.events import KernelImported
@@ -149,6 +149,7 @@ async def run_stack(
         ]
         base_url = f"http://{settings.host}:{settings.port}"
         await _wait_started(api)
+        remember_local_url(Path(settings.data_dir), base_url, API_URL_FILE)
         if demo:
             await _demo(elog, base_url)
         print(banner(base_url, url, Path(settings.data_dir) / URL_FILE), flush=True)
@@ -166,6 +167,7 @@ async def run_stack(
         if projectors is not None:
             projectors.close()
         await elog.close()
+        forget_local_url(Path(settings.data_dir), API_URL_FILE)
         if server is not None:
             forget_local_url(Path(settings.data_dir))
             await asyncio.to_thread(server.stop)

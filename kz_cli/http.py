@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from kz_cli.local import server_url_for
 from kz_events.config import load_settings
 from kz_package import Problem
 
@@ -26,7 +27,10 @@ __all__ = [
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--server", metavar="URL", help="API base URL (default KZ_SERVER_URL, else 127.0.0.1:8000)"
+        "--server",
+        metavar="URL",
+        help="API base URL (default KZ_SERVER_URL, else a kz up's in this data dir, else "
+        "127.0.0.1:8000)",
     )
     parser.add_argument(
         "--submitter", metavar="ID", help="submitter id (default KZ_SUBMITTER_ID, else $USER)"
@@ -57,7 +61,7 @@ class ApiClient:
         token = getattr(args, "token", None) or os.environ.get("KZ_SUBMITTER_TOKEN")
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self.base_url = (args.server or settings.server_url).rstrip("/")
+        self.base_url = server_url_for(args.server, settings).rstrip("/")
         self.http = httpx.Client(
             base_url=self.base_url,
             headers=headers,

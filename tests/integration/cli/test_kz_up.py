@@ -44,29 +44,23 @@ def ctrl_c(up: KzProcess) -> int | None:
 
 
 def test_ctrl_c_is_quiet_and_a_restart_shows_the_old_runner_gone(tmp_path: Path) -> None:
-    """Ctrl-C stops kz up without NATS warnings (the embedded server is in its own group
-    and stopped last, so the runner deregisters); the restart re-announces the head's
-    commit in words that do not read as a new commit, and counts only the new runner."""
+    """`kz submit` next to it finds its API; Ctrl-C stops kz up without NATS warnings (the
+    embedded server is in its own group and stopped last, so the runner deregisters); the
+    restart re-announces the head's commit in words that do not read as a new commit, and
+    counts only the new runner."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     first_log, second_log = tmp_path / "up1.log", tmp_path / "up2.log"
     up = start_up(tmp_path, port, first_log)
     try:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "kz_cli.main",
-                "submit",
-                str(RMSNORM),
-                "--server",
-                url,
-                "--submitter",
-                "alice",
-            ],
+        env = {**os.environ, "KZ_DATA_DIR": str(tmp_path / "kz")}
+        env.pop("KZ_SERVER_URL", None)
+        done = subprocess.run(  # no --server: kz up wrote its address into the data dir
+            [sys.executable, "-m", "kz_cli.main", "submit", str(RMSNORM), "--submitter", "alice"],
             capture_output=True,
             text=True,
             timeout=120,
+            env=env,
         )
         assert done.returncode == 0, done.stdout + done.stderr
     finally:
@@ -77,6 +71,7 @@ def test_ctrl_c_is_quiet_and_a_restart_shows_the_old_runner_gone(tmp_path: Path)
     assert warnings == []
     assert "httpx" not in first
     assert first.count("git projector: committed") == 1
+    assert not (tmp_path / "kz" / "api.url").exists()
 
     up = start_up(tmp_path, port, second_log)
     try:

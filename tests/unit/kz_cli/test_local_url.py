@@ -7,7 +7,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kz_cli.local import forget_local_url, nats_url_for, remember_local_url
+from kz_cli.local import (
+    API_URL_FILE,
+    forget_local_url,
+    nats_url_for,
+    remember_local_url,
+    server_url_for,
+)
 from kz_events.config import Settings
 from kz_events.errors import ConfigError
 
@@ -33,3 +39,17 @@ def test_without_any_the_error_names_every_way_to_give_one(tmp_path: Path) -> No
         nats_url_for(None, Settings(data_dir=tmp_path))
     assert "KZ_NATS_URL" in str(caught.value) and "--nats-url" in str(caught.value)
     assert str(tmp_path / "nats.url") in str(caught.value)
+
+
+def test_the_api_is_the_flag_then_the_setting_then_the_local_stack(tmp_path: Path) -> None:
+    """`kz submit`/`kz logs` next to a `kz up` on another port need no --server."""
+    settings = Settings(data_dir=tmp_path)
+    assert server_url_for(None, settings) == "http://127.0.0.1:8000"
+    remember_local_url(tmp_path, "http://127.0.0.1:18001", API_URL_FILE)
+    configured = msgspec.structs.replace(settings, server_url="http://kz.example:80")
+
+    assert server_url_for("http://flag:1", configured) == "http://flag:1"
+    assert server_url_for(None, configured) == "http://kz.example:80"
+    assert server_url_for(None, settings) == "http://127.0.0.1:18001"
+    forget_local_url(tmp_path, API_URL_FILE)
+    assert server_url_for(None, settings) == "http://127.0.0.1:8000"
