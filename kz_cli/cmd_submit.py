@@ -233,7 +233,7 @@ def _follow(client: ApiClient, sid: str, as_json: bool, timeout_s: float) -> int
         if doc["status"] in TERMINAL:
             break
     if as_json:
-        print(json.dumps(doc))
+        print(json.dumps({**doc, "log_url": log_url(client.base_url, sid)}))
     elif doc.get("status") in TERMINAL:
         print("\n".join(f"  {line}" for line in verdict_lines(doc, client.base_url)), flush=True)
     else:

@@ -101,6 +101,14 @@ def test_a_rejected_run_says_its_reason_once_and_where_its_log_is(
     assert f"kz logs {SID}" in out
 
 
+def test_json_output_carries_the_log_url(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.final = {"status": "failed", "error": {"code": "build_failed", "message": "exit 1"}}
+    assert kz("submit", str(RMSNORM), "--json") == 2
+    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert doc["status"] == "failed"
+    assert doc["log_url"] == f"{SERVER}/api/submissions/{SID}/logs"
+
+
 def test_an_accepted_run_prints_no_log_pointer(
     api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
