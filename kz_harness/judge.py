@@ -434,11 +434,12 @@ class Benchmark:
         )
         value = geomean(max(m.stats.median, 1e-9) for _, m in measured) if measured else None
         comparison = self._comparison(measured) if passed else None
-        if comparison is not None:
+        best = baseline_best()
+        if comparison is not None and best is not None:
             accepted, reason = comparison.faster, comparison.reason
-        elif passed and value is not None:
+        elif passed and value is not None:  # no incumbent, or none measured yet: a first result
             accepted, reason = verdict(
-                True, value, baseline_best(), better=self.metric["better"], margin=self.margin,
+                True, value, best, better=self.metric["better"], margin=self.margin,
                 unit=unit,
             )  # fmt: skip
         else:

@@ -44,6 +44,10 @@ def scan(x):
 """
 
 
+# Main's scoreboard already has a best (the incumbent was measured): side by side decides.
+BASELINE = "schema_version: 1\nkernel_id: cpu/Norm/RMSNorm/fp32/sandbox_test\nbest:\n  value: 1.0\n"
+
+
 def _comparison(outcome: TaskOutcome) -> dict[str, object]:
     assert outcome.result is not None, outcome.log.decode()[-3000:]
     comparison = outcome.result.get("comparison")
@@ -56,7 +60,8 @@ def test_the_incumbents_own_source_is_never_accepted(judge_package: JudgePackage
     inconclusive, which is rejected too), never accepted."""
     same = KERNEL.format(times=3)
     outcomes = [
-        judge_package(JUDGE, {"kernel.py": same}, incumbent={"kernel.py": same}) for _ in range(5)
+        judge_package(JUDGE, {"kernel.py": same}, incumbent={"kernel.py": same}, baseline=BASELINE)
+        for _ in range(5)
     ]
     for outcome in outcomes:
         comparison = _comparison(outcome)
@@ -72,7 +77,10 @@ def test_a_kernel_faster_by_construction_is_accepted_with_its_speedup(
     """The incumbent does the work four times, the challenger three: about 1.33x, inside the
     interval, judged faster."""
     outcome = judge_package(
-        JUDGE, {"kernel.py": KERNEL.format(times=3)}, incumbent={"kernel.py": KERNEL.format(times=4)}
+        JUDGE,
+        {"kernel.py": KERNEL.format(times=3)},
+        incumbent={"kernel.py": KERNEL.format(times=4)},
+        baseline=BASELINE,
     )
     comparison = _comparison(outcome)
     assert outcome.reason == "accepted", comparison
@@ -85,6 +93,19 @@ def test_a_kernel_faster_by_construction_is_accepted_with_its_speedup(
     for workload in outcome.result["workloads"]:
         assert workload["incumbent"]["n"] >= 8 and workload["speedup"]["blocks"] >= 6
     assert str(comparison["reason"]).startswith("faster: ")
+
+
+def test_a_kernel_never_measured_takes_its_first_result_whatever_the_incumbent(
+    judge_package: JudgePackage,
+) -> None:
+    """An imported kernel has an incumbent but no best yet: its first correct run is its
+    first result (the comparison is recorded all the same)."""
+    same = KERNEL.format(times=2)
+    outcome = judge_package(JUDGE, {"kernel.py": same}, incumbent={"kernel.py": same})
+    assert outcome.reason == "accepted", outcome.log.decode()[-3000:]
+    assert outcome.result is not None
+    assert str(outcome.result["reason"]).startswith("first result for this kernel")
+    assert _comparison(outcome)["against"] == "incumbent"
 
 
 def test_an_incumbent_that_no_longer_loads_leaves_the_verdict_to_the_baseline(
