@@ -107,14 +107,14 @@ async def run_stack(
     backend: str = "sandbox",
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Run every part until `stop` is set (or SIGINT/SIGTERM).
+    """Run every part until `stop` is set (or SIGINT, SIGTERM, SIGHUP).
 
     An API on an address other than loopback refuses to start without runner keys, submitter
     tokens (or open submissions chosen explicitly) and a lease secret (`check_exposure`)."""
     check_exposure(settings)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # HUP: its terminal closed
         loop.add_signal_handler(sig, stop.set)
     server: EmbeddedServer | None = None
     url = settings.nats_url

@@ -84,3 +84,15 @@ def test_ctrl_c_is_quiet_and_a_restart_shows_the_old_runner_gone(tmp_path: Path)
     assert "git projector: committed" not in second
     assert sorted(r["state"] for r in runners) == ["deregistered", "idle"]
     assert health["runners"] == 1
+
+
+def test_a_closed_terminal_stops_kz_up_and_its_nats_server(tmp_path: Path) -> None:
+    """SIGHUP (the terminal went away) stops kz up as Ctrl-C does: the embedded server, in
+    its own group so the hangup does not reach it, is stopped and its URL file removed."""
+    up = start_up(tmp_path, free_port(), tmp_path / "up.log")
+    url_file = tmp_path / "kz" / "nats.url"
+    assert url_file.is_file()
+    up.signal(signal.SIGHUP)
+    up.wait_or_kill(30)
+    assert up.returncode == 0, (tmp_path / "up.log").read_text()
+    assert not url_file.exists()
