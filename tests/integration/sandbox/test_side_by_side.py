@@ -119,3 +119,30 @@ def test_an_incumbent_that_no_longer_loads_leaves_the_verdict_to_the_baseline(
     assert outcome.reason == "accepted", outcome.log.decode()[-3000:]
     comparison = _comparison(outcome)
     assert comparison["against"] is None and "incumbent" in str(comparison["reason"])
+
+
+def test_a_challenger_cannot_load_the_machine_while_the_incumbent_is_timed(
+    judge_package: JudgePackage,
+) -> None:
+    """A challenger that spins a thread to slow its rival down: it is stopped whenever the
+    incumbent is timed, so the incumbent is measured on a quiet machine, the challenger is
+    not judged faster, and its thread is flagged."""
+    same = KERNEL.format(times=3)
+    saboteur = same + """
+import threading
+
+def _spin():
+    while True:
+        sum(range(1000))
+
+threading.Thread(target=_spin, daemon=True).start()
+print("TRIED sabotage", flush=True)
+"""
+    outcome = judge_package(
+        JUDGE, {"kernel.py": saboteur}, incumbent={"kernel.py": same}, baseline=BASELINE
+    )
+    assert b"TRIED sabotage" in outcome.log
+    comparison = _comparison(outcome)
+    assert outcome.reason == "rejected" and comparison["outcome"] != "faster", comparison
+    assert outcome.result is not None
+    assert {"extra_threads", "background_work"} <= {f["code"] for f in outcome.result["flags"]}
