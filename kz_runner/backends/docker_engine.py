@@ -31,8 +31,7 @@ from kz_runner.backends.base import (
 from kz_runner.backends.fdbridge import INSIDE as FD_INSIDE
 from kz_runner.backends.fdbridge import FdBridge
 from kz_runner.backends.process import POLL_S, OutputBuffer, why_stop
-from kz_runner.backends.sandbox import _cpu_ns as cpu_ns_of
-from kz_runner.backends.sandbox import _threads as threads_of
+from kz_runner.backends.procview import proc_view
 
 __all__ = ["DockerBackend", "DockerProcess"]
 
@@ -40,29 +39,6 @@ _TMPFS = "rw,nosuid,nodev,size=1g,mode=1777"
 _LOG_JOIN_S = 5.0
 _CONNECT_S = 60.0  # a worker's container starts and connects to its channel within this
 _SIGSTOP, _SIGCONT = 19, 18
-
-
-def _proc_view(pids: list[int]) -> dict[str, int]:
-    processes = threads = cpu_ns = 0
-    main_cpu_ns = -1
-    for pid in pids:
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-            used = cpu_ns_of(f"/proc/{pid}")
-        except OSError:
-            continue
-        processes += 1
-        threads += threads_of(status)
-        cpu_ns += used
-        if main_cpu_ns < 0:
-            with contextlib.suppress(OSError):
-                main_cpu_ns = cpu_ns_of(f"/proc/{pid}/task/{pid}")
-    return {
-        "processes": processes,
-        "threads": threads,
-        "cpu_ns": cpu_ns,
-        "main_cpu_ns": max(main_cpu_ns, 0),
-    }
 
 
 def _device_requests(gpus: str | None) -> list[Any]:
@@ -312,6 +288,7 @@ class DockerProcess:
         self.channel = channel
         self.max_output = max_output
         self.dead = False
+        self.paused = False
 
     def members(self) -> list[int]:
         top = self.container.top()
@@ -334,7 +311,7 @@ class DockerProcess:
         sees work beside the calls)."""
         pids = sorted(self.members())
         if pids and self._visible(pids):
-            return _proc_view(pids)
+            return proc_view(pids)
         stats = self.container.stats(stream=False, **self.backend.one_shot())
         used = int(stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0))
         tasks = int(stats.get("pids_stats", {}).get("current", 0))
@@ -346,10 +323,16 @@ class DockerProcess:
         }
 
     def signal(self, signum: int) -> None:
+        """STOP and CONT freeze and thaw the cgroup, each at most once in a row (the engine
+        refuses to pause a paused container or resume a running one, where a signal would not)."""
         if signum == _SIGSTOP:
-            self.container.pause()
+            if not self.paused:
+                self.container.pause()
+                self.paused = True
         elif signum == _SIGCONT:
-            self.container.unpause()
+            if self.paused:
+                self.container.unpause()
+                self.paused = False
         else:
             self.container.kill(signal=signum)
 

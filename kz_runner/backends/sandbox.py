@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kz_runner.backends.base import BackendUnavailable, Cancelled, StepResult, StepSpec
 from kz_runner.backends.process import OutputBuffer, run_capped
+from kz_runner.backends.procview import proc_view
 from kz_runner.limits import StepLimits
 
 __all__ = ["SandboxBackend", "SandboxProcess"]
@@ -308,44 +309,11 @@ def _end_namespace(info_read: int) -> None:
         time.sleep(0.01)
 
 
-_CLOCK_TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-
-
 def _pid_namespace(pid: int) -> str | None:
     try:
         return str(Path(f"/proc/{pid}/ns/pid").readlink())
     except OSError:
         return None
-
-
-def _threads(status: str) -> int:
-    for line in status.splitlines():
-        if line.startswith("Threads:"):
-            return int(line.split()[1])
-    return 1
-
-
-def _cpu_ns(proc: str) -> int:
-    """CPU time of a process (exited threads included) or of one task, `proc` its /proc dir.
-
-    utime + stime count in clock ticks; where the kernel keeps schedstat, it is exact to the
-    nanosecond (for a process: its living threads), so the larger of the two is taken.
-    """
-    fields = Path(f"{proc}/stat").read_text().rsplit(")", 1)[-1].split()
-    ticks_ns = (int(fields[11]) + int(fields[12])) * _CLOCK_TICK_NS
-    exact = 0
-    tasks = [proc] if "/task/" in proc else [f"{proc}/task/{t}" for t in _listdir(f"{proc}/task")]
-    for task in tasks:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            exact += int(Path(f"{task}/schedstat").read_text().split()[0])
-    return max(ticks_ns, exact)
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return [entry.name for entry in Path(path).iterdir()]
-    except OSError:
-        return []
 
 
 class SandboxProcess:
@@ -385,28 +353,8 @@ class SandboxProcess:
         return found
 
     def inspect(self) -> dict[str, int]:
-        """Processes, threads and CPU time of the step; `main_cpu_ns` is its first process's
-        main thread (a worker's serving loop), the rest is everything else it runs."""
-        processes = threads = cpu_ns = 0
-        main_cpu_ns = -1
-        for pid in sorted(self.members()):
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-                used = _cpu_ns(f"/proc/{pid}")
-            except OSError:
-                continue
-            processes += 1
-            threads += _threads(status)
-            cpu_ns += used
-            if main_cpu_ns < 0:
-                with contextlib.suppress(OSError):
-                    main_cpu_ns = _cpu_ns(f"/proc/{pid}/task/{pid}")
-        return {
-            "processes": processes,
-            "threads": threads,
-            "cpu_ns": cpu_ns,
-            "main_cpu_ns": max(main_cpu_ns, 0),
-        }
+        """Processes, threads and CPU time of the step, read from the host's /proc."""
+        return proc_view(sorted(self.members()))
 
     def signal(self, signum: int) -> None:
         for pid in self.members():

@@ -15,44 +15,11 @@ import pytest
 from docker_support import Engine
 
 from kz_runner.execute import TaskOutcome
+from kz_testing.cheats import HONEST, JUDGE
 
 pytestmark = pytest.mark.integration
 
 RunPackage = Callable[..., TaskOutcome]  # the `run_in_docker` fixture of conftest.py
-
-JUDGE = """
-import numpy as np
-from kz_harness import Benchmark, Timing, Workload
-
-def make_inputs(workload, rng):
-    x = rng.standard_normal((workload["rows"], workload["cols"]), dtype=np.float32)
-    w = rng.uniform(0.5, 1.5, workload["cols"]).astype(np.float32)
-    return x, w
-
-def reference(x, w):
-    x64 = x.astype(np.float64)
-    return x64 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + 1e-6) * w
-
-BENCHMARK = Benchmark(
-    entry="kernel:rmsnorm",
-    workloads=[Workload("r8_c256", {"rows": 8, "cols": 256}),
-               Workload("r32_c512", {"rows": 32, "cols": 512})],
-    make_inputs=make_inputs, reference=reference, dtype="fp32",
-    timing=Timing(warmup_s=0.02, budget_s=0.15, min_samples=20, calibration_calls=40),
-)
-raise SystemExit(BENCHMARK.main())
-"""
-
-HONEST = """
-import numpy as np
-
-def rmsnorm(x, w):
-    out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        row = x[i]
-        out[i] = row / np.sqrt(np.mean(row * row) + 1e-6) * w
-    return out
-"""
 
 FORGE = """
 import json, os, socket
