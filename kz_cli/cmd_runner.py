@@ -28,6 +28,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--http", action="store_true", help="use the API's runner endpoints")
     parser.add_argument("--nats-url", help="NATS URL (default KZ_NATS_URL)")
     parser.add_argument("--max-tasks", type=int, help="exit after this many tasks")
+    parser.add_argument(
+        "--cpu",
+        type=int,
+        help="the CPU its judges and their workers are pinned to (give runners sharing a host "
+        "different ones; default: the last CPU)",
+    )
     parser.set_defaults(handler=_handle)
 
 
@@ -45,6 +51,7 @@ def _handle(args: argparse.Namespace) -> int:
             use_http=args.http,
             nats_url=args.nats_url or settings.nats_url,
             max_tasks=args.max_tasks,
+            cpu=args.cpu,
         )
     )
     return 0
@@ -59,6 +66,7 @@ async def run_runner(
     nats_url: str | None = None,
     max_tasks: int | None = None,
     stop: asyncio.Event | None = None,
+    cpu: int | None = None,
 ) -> Runner:
     """Build a runner from settings and serve until SIGTERM/SIGINT (or `stop`)."""
     backend_settings = {"image": settings.runner_image} if backend_name == "docker" else {}
@@ -90,6 +98,7 @@ async def run_runner(
         heartbeat_s=settings.heartbeat_s,
         task_timeout_s=settings.task_timeout_s,
         step_timeout_s=settings.step_timeout_s,
+        cpu=cpu,
     )
     runner = Runner(info, transport, backend, options)
     stop = stop or asyncio.Event()

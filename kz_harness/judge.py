@@ -62,7 +62,8 @@ __all__ = [
 
 CONTROL_FD_ENV = "KZ_CONTROL_FD"
 SEED_ENV = "KZ_SEED"
-IMPLEMENTATIONS_ENV = "KZ_IMPLEMENTATIONS"  # what the runner can start: candidate[,incumbent]
+IMPLEMENTATIONS_ENV = "KZ_IMPLEMENTATIONS"
+CPU_ENV = "KZ_CPU"  # what the runner can start: candidate[,incumbent]
 _SLOTS_PER_WORKLOAD = 2
 _CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted in ticks
 _CPU_RATIO = 1.05
@@ -355,7 +356,7 @@ class Benchmark:
     def run(self, control: Control, seed: int) -> dict[str, Any]:
         """Measure every workload and return the result document."""
         np = _numpy()
-        cpu = max(os.sched_getaffinity(0))
+        cpu = _cpu()
         os.sched_setaffinity(0, {cpu})
         streams = np.random.SeedSequence(seed).spawn(2)
         inputs_rng, pick_rng = np.random.default_rng(streams[0]), np.random.default_rng(streams[1])
@@ -500,6 +501,16 @@ def statistics_median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _cpu() -> int:
+    """The CPU the judge and its workers share: the runner's choice (`KZ_CPU`, so that
+    runners sharing a host do not pile onto one), else the last one this process may use."""
+    allowed = os.sched_getaffinity(0)
+    wanted = os.environ.get(CPU_ENV, "")
+    if wanted.isdigit() and int(wanted) in allowed:
+        return int(wanted)
+    return max(allowed)
 
 
 def _numpy() -> Any:

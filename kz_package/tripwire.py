@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kz_package.archive import PACKAGE_DIR
 from kz_package.memread import PackageFiles
+from kz_package.pyparse import parse_python
 
 __all__ = ["CODES", "MAX_HITS", "Hit", "scan_files", "scan_package"]
 
@@ -324,7 +325,7 @@ def _python(path: str, data: bytes) -> list[Hit]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(data, filename=path)
+            tree = parse_python(data, path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return [_hit("unparseable", path, getattr(exc, "lineno", 0) or 0, type(exc).__name__)]
     visitor = _Visitor(path)

@@ -8,12 +8,10 @@ thing wrong.
 
 from __future__ import annotations
 
-import ast
 import math
 import os
 import stat
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -37,6 +35,7 @@ from kz_package.limits import Limits
 from kz_package.memo import by_content
 from kz_package.memread import PackageFiles
 from kz_package.model import PACKAGE_FILES, Desc, Package
+from kz_package.pyparse import parse_python
 from kz_package.yaml_safe import load_yaml
 
 __all__ = [
@@ -245,18 +244,6 @@ def _bench_checks(bench: dict[str, Any], desc: Desc) -> Found:
         msg = f"must equal desc.yaml's metric {msgspec.to_builtins(desc.metric)}, got {metric}"
         found.append((INVALID_PACKAGE, Problem(_BENCH, "metric", msg)))
     return found
-
-
-# CPython 3.11 keeps ast.parse's recursion-depth bookkeeping in state shared by threads: two
-# parses at once (the API validates uploads on worker threads) can fail with "SystemError: AST
-# constructor recursion depth mismatch". One parse at a time.
-_PARSE_LOCK = threading.Lock()
-
-
-def parse_python(source: str, filename: str) -> ast.Module:
-    """`ast.parse`, safe to call from several threads at once."""
-    with _PARSE_LOCK:
-        return ast.parse(source, filename=filename)
 
 
 def _script_problems(tree: _Tree, limits: Limits) -> Found:

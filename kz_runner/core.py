@@ -58,6 +58,7 @@ class RunnerOptions:
     poll_s: float = 5.0
     limits: StepLimits = field(default_factory=StepLimits)
     keep_workdirs: bool = False
+    cpu: int | None = None  # the CPU a task's judge and workers are pinned to (None: the last)
 
 
 @dataclass
@@ -223,6 +224,7 @@ class Runner:
                 workdir=workdir,
                 baseline_path=baseline_path(workdir, judge),
                 incumbent=incumbent,
+                cpu=self.options.cpu,
                 step_timeout_s=self.options.step_timeout_s,
                 task_timeout_s=self.options.task_timeout_s,
                 limits=self.options.limits,

@@ -72,6 +72,7 @@ class TaskSpec:
     harness_path: Path
     baseline_path: Path | None = None
     incumbent: Path | None = None  # main's src/ of the kernel, measured beside the candidate
+    cpu: int | None = None  # the CPU the judge and its workers are pinned to (None: the last)
     step_timeout_s: float = 300.0
     task_timeout_s: float = 600.0
     limits: StepLimits = field(default_factory=StepLimits)
@@ -301,6 +302,8 @@ def _judge_step(
         "KZ_SEED": secrets.token_hex(16),
         "KZ_IMPLEMENTATIONS": ",".join(implementations),
     }
+    if spec.cpu is not None:
+        env["KZ_CPU"] = str(spec.cpu)
     if dirs.has_baseline:
         env["KZ_BASELINE_PATH"] = f"{JUDGE_INSIDE}/{BASELINE_NAME}"
     step = StepSpec(

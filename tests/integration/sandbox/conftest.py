@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import textwrap
 from collections.abc import Callable
@@ -35,11 +36,16 @@ def check_document(data: bytes) -> dict[str, Any]:
 RunPackage = Callable[..., TaskOutcome]
 
 
+def _lane(worker_id: str) -> int:
+    """This test process's number among parallel ones (pytest-xdist's gwN; 0 alone)."""
+    return int(worker_id.removeprefix("gw")) if worker_id.startswith("gw") else 0
+
+
 @pytest.fixture(scope="session")
 def sandbox(worker_id: str) -> SandboxBackend:
     """The sandbox with uids of this test process's own (process limits count per uid, and
     the layers run in parallel processes)."""
-    lane = int(worker_id.removeprefix("gw")) if worker_id.startswith("gw") else 0
+    lane = _lane(worker_id)
     backend = SandboxBackend(
         sandbox_uid=64000 - 100 * lane, sandbox_gid=64000 - 100 * lane,
         worker_uid_base=63000 - 100 * lane,
@@ -79,7 +85,7 @@ def run_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
 
 
 @pytest.fixture
-def judge_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
+def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> RunPackage:
     """Run a judge (benchmark.py source) on a candidate (src files) through the real sandbox."""
 
     def run(
@@ -117,6 +123,7 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
             harness_path=REPO_ROOT,
             baseline_path=baseline_path,
             incumbent=incumbent_src,
+            cpu=_lane(worker_id) % (os.cpu_count() or 1),  # parallel test processes apart
             step_timeout_s=step_timeout_s,
             task_timeout_s=2 * step_timeout_s,
             limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),

@@ -28,7 +28,7 @@ BENCHMARK = Benchmark(
     entry="kernel:scan",
     workloads=[Workload("r64", {"rows": 64}), Workload("r128", {"rows": 128})],
     make_inputs=make_inputs, reference=reference, dtype="fp32",
-    timing=Timing(warmup_s=0.02, budget_s=0.4, calibration_calls=40),
+    timing=Timing(warmup_s=0.02, budget_s=0.6, calibration_calls=40),
 )
 raise SystemExit(BENCHMARK.main())
 """

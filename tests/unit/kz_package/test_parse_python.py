@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kz_package import validate
+from kz_package import pyparse, tripwire, validate
 
 pytestmark = pytest.mark.unit
 
@@ -33,9 +33,13 @@ def test_parses_on_several_threads_never_overlap(monkeypatch: pytest.MonkeyPatch
             inside -= 1
         return real_parse(*args, **kwargs)
 
-    monkeypatch.setattr(validate.ast, "parse", slow_parse)
+    monkeypatch.setattr(pyparse.ast, "parse", slow_parse)
     with ThreadPoolExecutor(max_workers=4) as pool:
         trees = list(pool.map(lambda i: validate.parse_python(f"x = {i}\n", f"f{i}.py"), range(8)))
+        # the tripwire's scans share the one lock with validation
+        scans = [pool.submit(tripwire.scan_files, {"src/k.py": b"x = 1\n"}) for _ in range(4)]
+        for scan in scans:
+            scan.result()
 
     assert most == 1
     assert [ast.unparse(tree) for tree in trees] == [f"x = {i}" for i in range(8)]
