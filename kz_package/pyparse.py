@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import ast
 import threading
+from typing import Any
 
 __all__ = ["parse_python"]
 
-_PARSE_LOCK = threading.Lock()
+_PARSE_LOCK = threading.RLock()
+_AST_PARSE = ast.parse  # the interpreter's own, even where a process routes ast.parse here
 
 
-def parse_python(source: str | bytes, filename: str) -> ast.Module:
-    """`ast.parse`, safe to call from several threads at once."""
+def parse_python(
+    source: str | bytes, filename: str = "<unknown>", mode: str = "exec", **options: Any
+) -> Any:
+    """`ast.parse`, safe to call from several threads at once (same arguments). A process
+    whose other code parses on threads too (a test process: pytest, hypothesis, inspect) may
+    set `ast.parse = parse_python` so that every parse takes the one lock."""
     with _PARSE_LOCK:
-        return ast.parse(source, filename=filename)
+        return _AST_PARSE(source, filename, mode, **options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -12,6 +13,12 @@ import pytest
 
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.server import EmbeddedServer
+from kz_package.pyparse import parse_python
+
+# CPython 3.11.7's ast.parse shares its recursion-depth state between threads: in a test
+# process the API's upload threads (validation, the tripwire) parse while pytest, hypothesis or
+# inspect parse on the main thread. Every parse of the process takes the platform's one lock.
+ast.parse = parse_python  # type: ignore[assignment]
 
 
 @pytest.fixture

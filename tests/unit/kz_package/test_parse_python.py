@@ -21,7 +21,7 @@ def test_parses_on_several_threads_never_overlap(monkeypatch: pytest.MonkeyPatch
     inside = 0
     most = 0
     count = threading.Lock()
-    real_parse = ast.parse
+    real_parse = pyparse._AST_PARSE
 
     def slow_parse(*args: Any, **kwargs: Any) -> ast.Module:
         nonlocal inside, most
@@ -33,7 +33,7 @@ def test_parses_on_several_threads_never_overlap(monkeypatch: pytest.MonkeyPatch
             inside -= 1
         return real_parse(*args, **kwargs)
 
-    monkeypatch.setattr(pyparse.ast, "parse", slow_parse)
+    monkeypatch.setattr(pyparse, "_AST_PARSE", slow_parse)
     with ThreadPoolExecutor(max_workers=4) as pool:
         trees = list(pool.map(lambda i: validate.parse_python(f"x = {i}\n", f"f{i}.py"), range(8)))
         # the tripwire's scans share the one lock with validation
