@@ -14,6 +14,7 @@ and cost, each measured through the real sandbox and the real judge.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -43,7 +44,7 @@ BENCHMARK = Benchmark(
     entry="kernel:scan",
     workloads=[Workload("r64", {"rows": 64}), Workload("r128", {"rows": 128})],
     make_inputs=make_inputs, reference=reference, dtype="fp32",
-    timing=Timing(warmup_s=0.05, budget_s=0.5, calibration_calls=50),
+    timing=Timing(warmup_s=0.05, budget_s=0.5, calibration_calls=50), margin={margin},
 )
 raise SystemExit(BENCHMARK.main())
 """
@@ -62,6 +63,9 @@ BASELINE = "schema_version: 1\nkernel_id: cpu/Scan/row/fp32/bench\nbest:\n  valu
 KERNEL_ID = KernelId.parse("cpu/Scan/row/fp32/bench")
 
 
+MARGIN = [0.01]  # the board's margin this run judges with (--margin)
+
+
 def judge(backend: SandboxBackend, candidate: str, incumbent: str) -> TaskOutcome:
     with tempfile.TemporaryDirectory(prefix="kz-verdicts-") as tmp:
         root = Path(tmp)
@@ -69,7 +73,8 @@ def judge(backend: SandboxBackend, candidate: str, incumbent: str) -> TaskOutcom
         work = root / "work"
         (work / ".kernel_package").mkdir(parents=True)
         (work / ".kernel_package" / "build_test_env.py").write_text("pass\n")
-        (work / ".kernel_package" / "benchmark.py").write_text(textwrap.dedent(JUDGE))
+        judge_source = textwrap.dedent(JUDGE).replace("{margin}", repr(MARGIN[0]))
+        (work / ".kernel_package" / "benchmark.py").write_text(judge_source)
         (work / "src").mkdir()
         (work / "src" / "kernel.py").write_text(candidate)
         inc = root / "incumbent" / "src"
@@ -100,7 +105,10 @@ def main() -> int:
     parser.add_argument("--power", type=int, default=40, help="runs of the 3 %% faster kernel")
     parser.add_argument("--repeat", type=int, default=5, help="tasks of one fixed pair")
     parser.add_argument("--passes", type=int, default=33, help="the incumbent's passes")
+    parser.add_argument("--margin", type=float, default=0.01, help="the board's margin")
     args = parser.parse_args()
+    MARGIN[0] = args.margin
+    print(f"margin {args.margin:.0%}; this host's load average {os.getloadavg()[0]:.2f}")
     backend = SandboxBackend()
     backend.check_available()
     base = KERNEL.format(times=args.passes)
