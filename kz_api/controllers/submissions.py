@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.di import Provide
 from litestar.params import FromPath, HeaderParameter, JSONBody, QueryParameter
 
-from kz_api.auth import SubmitterDep, identify_submitter
-from kz_api.context import Ctx
+from kz_api.auth import Submitter, SubmitterDep, identify_submitter
+from kz_api.context import ApiContext, Ctx
 from kz_api.controllers.events import MAX_SEQ
 from kz_api.errors import ApiError
 from kz_api.models import (
@@ -185,13 +186,10 @@ class SubmissionsController(Controller):
         submission_id: FromPath[str],
         data: JSONBody[DisqualifyBody],
     ) -> StatusDoc:
-        view = submission_view(ctx, submission_id)
-        if not submitter.maintainer:
-            raise ApiError(403, "forbidden", "only maintainers may disqualify a submission")
-        state, subject = await load_submission(ctx, view)
-        events = decide(state, Disqualify(meta=EventMeta.now(submitter.id), reason=data.reason))
-        await append_seen(ctx, events, expect=state.version, expect_on=subject)
-        return status_doc(view, ctx.models)
+        return await _as_maintainer(
+            ctx, submitter, submission_id, "disqualify a submission",
+            lambda meta: Disqualify(meta=meta, reason=data.reason),
+        )  # fmt: skip
 
     @post(
         "/{submission_id:str}/clear-suspect",
@@ -206,11 +204,25 @@ class SubmissionsController(Controller):
         submission_id: FromPath[str],
         data: JSONBody[ClearSuspectBody],
     ) -> StatusDoc:
-        view = submission_view(ctx, submission_id)
-        if not submitter.maintainer:
-            raise ApiError(403, "forbidden", "only maintainers may clear a suspect mark")
-        state, subject = await load_submission(ctx, view)
-        command = ClearSuspect(meta=EventMeta.now(submitter.id), reason=data.reason)
-        events = decide(state, command)
-        await append_seen(ctx, events, expect=state.version, expect_on=subject)
-        return status_doc(view, ctx.models)
+        return await _as_maintainer(
+            ctx, submitter, submission_id, "clear a suspect mark",
+            lambda meta: ClearSuspect(meta=meta, reason=data.reason),
+        )  # fmt: skip
+
+
+async def _as_maintainer(
+    ctx: ApiContext,
+    submitter: Submitter,
+    submission_id: str,
+    action: str,
+    command: Callable[[EventMeta], Any],
+) -> StatusDoc:
+    """A maintainer's command on a submission: refused for others, decided by the rules and
+    appended with the concurrency check; the submission's status after it."""
+    view = submission_view(ctx, submission_id)
+    if not submitter.maintainer:
+        raise ApiError(403, "forbidden", f"only maintainers may {action}")
+    state, subject = await load_submission(ctx, view)
+    events = decide(state, command(EventMeta.now(submitter.id)))
+    await append_seen(ctx, events, expect=state.version, expect_on=subject)
+    return status_doc(view, ctx.models)
