@@ -80,11 +80,6 @@ class ArraySpec:
     def to_dict(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "shape": list(self.shape), "offset": self.offset}
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], itemsize: int) -> ArraySpec:
-        return cls(str(data["dtype"]), tuple(int(n) for n in data["shape"]), int(data["offset"]),
-                   itemsize)  # fmt: skip
-
 
 @dataclass(frozen=True, slots=True)
 class SlotLayout:

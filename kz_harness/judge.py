@@ -24,6 +24,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -374,32 +375,24 @@ class Benchmark:
             calibration.answered()
         except CandidateFailed as exc:  # the trusted no-op: this runner cannot run the board
             raise HarnessUnavailable(f"this runner cannot run the board's calls: {exc}") from exc
-        self.incumbent_note = ""
+        incumbent_note = ""
         if incumbent is not None:
             try:
                 incumbent.answered()
             except CandidateFailed as exc:  # main's source no longer runs under this judge
-                self.incumbent_note = f"the incumbent could not be measured: {exc}"
+                incumbent_note = f"the incumbent could not be measured: {exc}"
                 incumbent = None
         measured: list[tuple[Workload, _Measured]] = []
         failure = ""
         try:
             candidate.answered()
-            self._check_alone(control, candidate, flags, "after loading")
+            _check_alone(control, candidate, flags, "after loading")
             for workload in self.workloads:
                 run = _WorkloadRun(self, np, workload, inputs_rng, pick_rng, flags)
                 measured.append((workload, run.measure(control, candidate, calibration, incumbent)))
         except CandidateFailed as exc:
             failure = str(exc)
-        return self._document(np, cpu, measured, failure, flags)
-
-    @staticmethod
-    def _check_alone(control: Control, link: Link, flags: _Flags, when: str) -> None:
-        seen = control.inspect(link)
-        if seen["processes"] > 1:
-            flags.add("extra_processes", f"the worker had {seen['processes']} processes {when}")
-        if seen["threads"] > seen["processes"]:
-            flags.add("extra_threads", f"the worker had {seen['threads']} threads {when}")
+        return self._document(np, cpu, measured, failure, flags, incumbent_note)
 
     def _comparison(self, measured: list[tuple[Workload, _Measured]]) -> Comparison | None:
         """The side-by-side verdict when the incumbent was measured beside the candidate."""
@@ -415,6 +408,7 @@ class Benchmark:
         measured: list[tuple[Workload, _Measured]],
         failure: str,
         flags: _Flags,
+        incumbent_note: str = "",
     ) -> dict[str, Any]:
         unit = self.metric["unit"]
         checks = [check for _, m in measured for check in m.checks]
@@ -460,8 +454,8 @@ class Benchmark:
         document["flags"] = flags.to_list()
         if comparison is not None:
             document["comparison"] = comparison.to_dict()
-        elif self.incumbent_note:
-            document["comparison"] = {"against": None, "reason": self.incumbent_note}
+        elif incumbent_note:
+            document["comparison"] = {"against": None, "reason": incumbent_note}
         document["timing"] = {
             "method": "judge_clock" if self.device == "cpu" else "cuda_events_bounded",
             "clock": (
@@ -475,6 +469,15 @@ class Benchmark:
             "worker_cpu": {w.name: m.cpu for w, m in measured},
         }
         return document
+
+
+def _check_alone(control: Control, link: Link, flags: _Flags, when: str) -> None:
+    """Flag what the runner sees of the worker beyond its one process and serving thread."""
+    seen = control.inspect(link)
+    if seen["processes"] > 1:
+        flags.add("extra_processes", f"the worker had {seen['processes']} processes {when}")
+    if seen["threads"] > seen["processes"]:
+        flags.add("extra_threads", f"the worker had {seen['threads']} threads {when}")
 
 
 def _beside(measured: _Measured) -> dict[str, Any]:
@@ -495,12 +498,6 @@ def _round_to_bf16(np: Any, array: Any) -> Any:
     bits = array.view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
     return rounded.astype(np.uint32).view(np.float32)
-
-
-def statistics_median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _cpu() -> int:
@@ -595,13 +592,13 @@ class _WorkloadRun:
             control.stop(calibration)
             control.cont(candidate)
             self._one_call(candidate, keep=True)  # the untimed first call, checked always
-            Benchmark._check_alone(control, candidate, self.flags, "after its first call")
+            _check_alone(control, candidate, self.flags, "after its first call")
             if incumbent is None:
                 samples = self._sample(control, candidate)
                 theirs: list[float] = []
             else:
                 samples, theirs = self._side_by_side(control, candidate, incumbent)
-            Benchmark._check_alone(control, candidate, self.flags, "after the timed calls")
+            _check_alone(control, candidate, self.flags, "after the timed calls")
             for link in (calibration, *rivals):
                 control.cont(link)
         finally:
@@ -639,7 +636,7 @@ class _WorkloadRun:
             warm[link.name] = []
             while time.perf_counter() - started < timing.warmup_s or not warm[link.name]:
                 warm[link.name].append(self._value(self._one_call(link, keep=link is candidate)))
-        typical = max(statistics_median(warm[candidate.name] + warm[incumbent.name]), 1.0)
+        typical = max(statistics.median(warm[candidate.name] + warm[incumbent.name]), 1.0)
         block = int(min(max(timing.block_s * 1e9 / typical, 8), 256))
         ours: list[float] = []
         theirs: list[float] = []
@@ -663,7 +660,7 @@ class _WorkloadRun:
                     if link is candidate:
                         windows += wall
                 (ours if link is candidate else theirs).extend(values)
-                medians[link.name] = statistics_median(values)
+                medians[link.name] = statistics.median(values)
             self.log_ratios.append(math.log(medians[candidate.name] / medians[incumbent.name]))
             if len(self.log_ratios) < timing.min_block_pairs:
                 continue
@@ -765,8 +762,7 @@ class _WorkloadRun:
         # caches the judge left otherwise (reading the inputs back costs the next call).
         views = self.slots.inputs[index]
         unchanged = all(
-            self.np.array_equal(v, p, equal_nan=True)
-            for v, p in zip(views, pristine, strict=True)
+            self.np.array_equal(v, p, equal_nan=True) for v, p in zip(views, pristine, strict=True)
         )
         if keep:
             self._after_call(pristine, got, unchanged)

@@ -21,6 +21,7 @@ import random
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import fmean
 
 from kz_harness.errors import HarnessError
 
@@ -48,10 +49,6 @@ def _seed(groups: Sequence[Sequence[float]]) -> int:
     return int.from_bytes(digest.digest()[:8], "little")
 
 
-def _mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values)
-
-
 def speedup_interval(
     log_ratios: Sequence[Sequence[float]],
     *,
@@ -65,10 +62,10 @@ def speedup_interval(
         raise HarnessError("each workload needs at least two block pairs for an interval")
     if not 0 < confidence < 1:
         raise HarnessError(f"confidence must be within (0, 1), got {confidence}")
-    estimate = _mean([_mean(g) for g in groups])
+    estimate = fmean([fmean(g) for g in groups])
     rng = random.Random(_seed(groups))
     draws = sorted(
-        _mean([_mean(rng.choices(g, k=len(g))) for g in groups]) for _ in range(resamples)
+        fmean([fmean(rng.choices(g, k=len(g))) for g in groups]) for _ in range(resamples)
     )
     tail = (1 - confidence) / 2
     low = draws[int(tail * (resamples - 1))]

@@ -7,7 +7,7 @@ same judge.
 
 from __future__ import annotations
 
-__all__ = ["HONEST", "JUDGE"]
+__all__ = ["BUSY_THREAD", "FORK_PER_CALL", "HONEST", "JUDGE"]
 
 JUDGE = """
 import numpy as np
@@ -42,3 +42,31 @@ def rmsnorm(x, w):
         out[i] = row / np.sqrt(np.mean(row * row) + 1e-6) * w
     return out
 """
+
+# An honest kernel beside a thread that spins all the time (flagged: extra_threads,
+# background_work).
+BUSY_THREAD = (
+    HONEST
+    + """
+import threading
+def _spin():
+    while True:
+        sum(range(1000))
+threading.Thread(target=_spin, daemon=True).start()
+print("TRIED busy_thread", flush=True)
+"""
+)
+
+# An honest kernel that leaves a child running after every call (flagged: extra_processes).
+FORK_PER_CALL = (
+    HONEST
+    + """
+import os, time
+def rmsnorm(x, w, _honest=rmsnorm):
+    if os.fork() == 0:
+        time.sleep(30)
+        os._exit(0)
+    print("TRIED fork_per_call", flush=True)
+    return _honest(x, w)
+"""
+)

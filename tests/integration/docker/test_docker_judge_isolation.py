@@ -15,7 +15,7 @@ import pytest
 from docker_support import Engine
 
 from kz_runner.execute import TaskOutcome
-from kz_testing.cheats import HONEST, JUDGE
+from kz_testing.cheats import BUSY_THREAD, FORK_PER_CALL, HONEST, JUDGE
 
 pytestmark = pytest.mark.integration
 
@@ -142,17 +142,7 @@ def test_a_background_thread_working_beside_the_calls_is_flagged(
 ) -> None:
     """A thread that keeps spinning beside the calls is seen by the runner through /proc:
     an extra thread, and CPU time outside the serving thread."""
-    cheat = (
-        HONEST
-        + """
-import threading
-def _spin():
-    while True:
-        sum(range(1000))
-threading.Thread(target=_spin, daemon=True).start()
-print("TRIED busy_thread", flush=True)
-"""
-    )
+    cheat = BUSY_THREAD
     outcome = run_in_docker(JUDGE, {"kernel.py": cheat})
     _tried(outcome, "busy_thread")
     assert {"extra_threads", "background_work"} <= _flags(outcome), _log(outcome)
@@ -160,18 +150,7 @@ print("TRIED busy_thread", flush=True)
 
 def test_a_worker_that_forks_per_call_is_flagged(run_in_docker: RunPackage) -> None:
     """Children left running after a call are counted in the worker's container."""
-    cheat = (
-        HONEST
-        + """
-import os, time
-def rmsnorm(x, w, _honest=rmsnorm):
-    if os.fork() == 0:
-        time.sleep(30)
-        os._exit(0)
-    print("TRIED fork_per_call", flush=True)
-    return _honest(x, w)
-"""
-    )
+    cheat = FORK_PER_CALL
     outcome = run_in_docker(JUDGE, {"kernel.py": cheat})
     _tried(outcome, "fork_per_call")
     assert "extra_processes" in _flags(outcome), _log(outcome)

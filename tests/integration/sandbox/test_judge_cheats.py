@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kz_runner.execute import TaskOutcome
-from kz_testing.cheats import HONEST, JUDGE
+from kz_testing.cheats import BUSY_THREAD, FORK_PER_CALL, HONEST, JUDGE
 
 pytestmark = pytest.mark.integration
 
@@ -368,17 +368,7 @@ def rmsnorm(x, w):
 def test_work_between_calls_is_flagged(judge_package: JudgePackage) -> None:
     """A thread that keeps working beside the calls (spinning on the slots to get a head
     start) stays alive and burns CPU the runner sees outside the serving thread: flagged."""
-    cheat = (
-        HONEST
-        + """
-import threading
-def _spin():
-    while True:
-        sum(range(1000))
-threading.Thread(target=_spin, daemon=True).start()
-print("TRIED busy_thread", flush=True)
-"""
-    )
+    cheat = BUSY_THREAD
     outcome = judge_package(JUDGE, {"kernel.py": cheat})
     _tried(outcome, "busy_thread")
     assert {"extra_threads", "background_work"} <= _flags(outcome)
@@ -522,18 +512,7 @@ print("TRIED secrets", "FOUND" if found else "NOTHING", found, flush=True)
 
 def test_a_worker_that_forks_per_call_is_flagged(judge_package: JudgePackage) -> None:
     """Children left running after a call are seen by the runner, not reported by the worker."""
-    cheat = (
-        HONEST
-        + """
-import os, time
-def rmsnorm(x, w, _honest=rmsnorm):
-    if os.fork() == 0:
-        time.sleep(30)
-        os._exit(0)
-    print("TRIED fork_per_call", flush=True)
-    return _honest(x, w)
-"""
-    )
+    cheat = FORK_PER_CALL
     outcome = judge_package(JUDGE, {"kernel.py": cheat})
     _tried(outcome, "fork_per_call")
     assert "extra_processes" in _flags(outcome)
