@@ -68,6 +68,8 @@ CPU_ENV = "KZ_CPU"  # what the runner can start: candidate[,incumbent]
 _SLOTS_PER_WORKLOAD = 2
 _CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted in ticks
 _CPU_RATIO = 1.05
+# A call's figure under this share of the channel's own cost is not a measurement of the work.
+_FLOOR_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,13 +606,21 @@ class _WorkloadRun:
         finally:
             self.slots.close()
         stats = self._stats(samples)
+        if self.last_device is None and statistics.median(samples) < _FLOOR_SHARE * overhead:
+            self.flags.add(
+                "below_channel_floor",
+                f"{self.workload.name}: calls took hardly longer than the trusted no-op's "
+                f"{overhead / 1e3:.1f} us: no work was measured, the work is smaller than the "
+                "channel can time, or the channel was tampered with",
+            )
         if incumbent is None:
             return _Measured(stats, overhead, self._checks(), self.cpu)
         return _Measured(stats, overhead, self._checks(), self.cpu, self._stats(theirs),
                          self.log_ratios)  # fmt: skip
 
     def _value(self, wall: int) -> float:
-        """A call's figure: the device time on a GPU, else the wall time less the channel's."""
+        """A call's figure: the device time on a GPU, else the wall time less the channel's
+        (at least 1 ns; a median near that floor is flagged `below_channel_floor`)."""
         if self.last_device is not None:
             return float(self.last_device)
         return max(wall - self.overhead_ns, 1.0)
@@ -700,10 +710,8 @@ class _WorkloadRun:
         while len(samples) < timing.max_samples:
             wall = self._one_call(candidate, keep=True)
             windows += wall
-            if self.last_device is None:
-                samples.append(float(wall))
-            else:
-                samples.append(float(self.last_device))
+            samples.append(self._value(wall))
+            if self.last_device is not None:
                 pairs.append((wall, self.last_device))
             if (
                 len(samples) >= timing.min_samples

@@ -516,3 +516,26 @@ def test_a_worker_that_forks_per_call_is_flagged(judge_package: JudgePackage) ->
     outcome = judge_package(JUDGE, {"kernel.py": cheat})
     _tried(outcome, "fork_per_call")
     assert "extra_processes" in _flags(outcome)
+
+
+def test_a_call_no_slower_than_the_channel_is_measured_as_nothing_and_flagged(
+    judge_package: JudgePackage,
+) -> None:
+    """A candidate that does nothing but hand back a ready array costs what the trusted no-op
+    costs: once the channel's overhead is subtracted almost nothing is left, and a median at
+    the floor (no work, or a channel made cheaper than the no-op's) is flagged."""
+    cheat = """
+import numpy as np
+_ready = {}
+def rmsnorm(x, w):
+    if x.shape not in _ready:
+        print("TRIED no_work", flush=True)
+        _ready[x.shape] = np.zeros(x.shape, dtype=np.float32)
+    return _ready[x.shape]
+"""
+    outcome = judge_package(JUDGE, {"kernel.py": cheat})
+    _tried(outcome, "no_work")
+    result = _rejected(outcome)
+    for workload in result["workloads"]:  # the channel's cost is not counted as the kernel's
+        assert workload["stats"]["median"] < 0.5 * workload["channel_overhead"], workload
+    assert "below_channel_floor" in _flags(outcome)
