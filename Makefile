@@ -33,6 +33,7 @@ up: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 types: setup
 	$(BIN)/mypy

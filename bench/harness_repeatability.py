@@ -43,8 +43,12 @@ def _spread(values: list[float]) -> float:
     return (max(values) - min(values)) / min(values)
 
 
-def bare_spread(name: str, fn: Callable[..., object], make: Callable[[], tuple[object, ...]],
-                seconds: float = 2.0) -> tuple[float, float]:
+def bare_spread(
+    name: str,
+    fn: Callable[..., object],
+    make: Callable[[], tuple[object, ...]],
+    seconds: float = 2.0,
+) -> tuple[float, float]:
     """Five runs of a bare timing loop: the spread of their wall and thread-CPU medians."""
     walls, cpus = [], []
     for _ in range(RUNS):
@@ -58,8 +62,10 @@ def bare_spread(name: str, fn: Callable[..., object], make: Callable[[], tuple[o
             wall.append(time.perf_counter_ns() - begin)
         walls.append(statistics.median(wall) / 1000)
         cpus.append(statistics.median(cpu) / 1000)
-    print(f"{name} bare loop medians (us): wall {[round(w) for w in walls]}, "
-          f"thread CPU {[round(c) for c in cpus]}")
+    print(
+        f"{name} bare loop medians (us): wall {[round(w) for w in walls]}, "
+        f"thread CPU {[round(c) for c in cpus]}"
+    )
     return _spread(walls), _spread(cpus)
 
 

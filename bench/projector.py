@@ -38,9 +38,15 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SERVICE = Person("kernel zoo", "bot@kernel-zoo.invalid")
 KERNELS = [f"cpu/Norm/RMSNorm/fp32/k{i}" for i in range(8)]
 SUMMARY = PackageSummary(title="t", language="python", metric=None)
+
+
 def package(kernel_id: str, variant: int) -> FileMap:
-    files = package_files(kernel_id, title="bench kernel", benchmark="print('bench')\n" * 40,
-                          src={"kernel.py": f"VARIANT = {variant}\n" * 30})
+    files = package_files(
+        kernel_id,
+        title="bench kernel",
+        benchmark="print('bench')\n" * 40,
+        src={"kernel.py": f"VARIANT = {variant}\n" * 30},
+    )
     return {path: (FILE_MODE, data) for path, data in files.items()}
 
 

@@ -40,6 +40,7 @@ from kz_api.leases import LeaseSigner, lease_secret_from_env
 from kz_api.live_feed import EventHub
 from kz_api.metrics import metrics_middleware
 from kz_api.readmodel import ReadModels
+from kz_events.aio import stop_tasks
 from kz_events.config import Settings
 from kz_events.errors import LogUnavailable
 from kz_events.eventlog import EventLog, LogOptions
@@ -150,11 +151,7 @@ def _lifespan(settings: Settings, given: EventLog | None, signer: LeaseSigner): 
                     )
                 yield
             finally:
-                for task in tasks:
-                    task.cancel()
-                for task in tasks:
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                await stop_tasks(*tasks)
 
     return lifespan
 

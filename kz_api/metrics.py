@@ -72,8 +72,7 @@ def render_metrics(
         "# TYPE kz_skipped_events_total counter",
     ]
     for kind in ("undecodable", "misfiled", "repeated", "unknown_type"):
-        lines.append(
-            f"kz_skipped_events_total{_labels(kind=kind)} {(skipped or {}).get(kind, 0)}")
+        lines.append(f"kz_skipped_events_total{_labels(kind=kind)} {(skipped or {}).get(kind, 0)}")
     return "\n".join(lines) + "\n"
 
 

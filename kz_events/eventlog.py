@@ -80,6 +80,7 @@ __all__ = ["EventLog", "LogOptions", "Stored", "take"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+CLOSE_S = 5.0  # the most a close waits on the client library
 
 Stored = tuple[int, Event | UnknownEvent]
 """An event with its stream sequence."""
@@ -186,8 +187,11 @@ class EventLog:
         if self.nc.is_connected:
             with contextlib.suppress(nats.errors.TimeoutError, nats.errors.ConnectionClosedError):
                 await self.nc.flush(timeout=2)
-        with contextlib.suppress(ConnectionError):  # nats-py flushes into the dead socket
-            await self.nc.close()
+        # nats-py flushes into a dead socket (ConnectionError) and, under load, can wait on its
+        # own reader task for good: a closing part must not hang its process's shutdown.
+        with contextlib.suppress(ConnectionError, TimeoutError):
+            async with asyncio.timeout(CLOSE_S):
+                await self.nc.close()
 
     @property
     def connected(self) -> bool:

@@ -424,7 +424,9 @@ def checked_event(subject: str, data: bytes) -> Event | UnknownEvent:
         return event
     if event.occurred_at.tzinfo is None:
         return UnknownEvent(
-            type="undecodable", raw=data, skipped="undecodable",
+            type="undecodable",
+            raw=data,
+            skipped="undecodable",
             reason=f"an event of type {event.type} whose occurred_at has no time zone",
         )
     try:
@@ -433,7 +435,9 @@ def checked_event(subject: str, data: bytes) -> Event | UnknownEvent:
         expected = ""
     if expected != subject:
         return UnknownEvent(
-            type=f"misfiled:{event.type}", raw=data, skipped="misfiled",
+            type=f"misfiled:{event.type}",
+            raw=data,
+            skipped="misfiled",
             reason=f"an event of type {event.type} stored under {subject}; it belongs under "
             f"{expected or 'no valid subject'}",
         )

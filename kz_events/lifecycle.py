@@ -287,7 +287,10 @@ def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
             f"attempt {cmd.attempt} is not newer than the current attempt {state.attempt}",
         )
     if state.status is Status.RUNNING and not lease_lapsed(
-        state, cmd.holder_seen_at, cmd.meta.occurred_at, cmd.lease_s,
+        state,
+        cmd.holder_seen_at,
+        cmd.meta.occurred_at,
+        cmd.lease_s,
         released=cmd.holder_released,
     ):
         raise _refuse(

@@ -124,9 +124,7 @@ def _expected_sha256(info: ObjectInfo) -> bytes:
     return base64.urlsafe_b64decode(digest[len(OBJ_DIGEST_TYPE) :])
 
 
-async def _chunks_by_message_get(
-    js: JetStreamContext, bucket: str, info: ObjectInfo
-) -> bytes:
+async def _chunks_by_message_get(js: JetStreamContext, bucket: str, info: ObjectInfo) -> bytes:
     stream = OBJ_STREAM_TEMPLATE.format(bucket=bucket)
     subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=bucket, obj=info.nuid)
     parts: list[bytes] = []
@@ -170,9 +168,7 @@ async def read_small_object(
     return data
 
 
-async def _put_content_chunk(
-    js: JetStreamContext, bucket: str, subject: str, data: bytes
-) -> None:
+async def _put_content_chunk(js: JetStreamContext, bucket: str, subject: str, data: bytes) -> None:
     """Publish the one chunk of an object named by its content, unless its subject holds it
     already (another writer's, or a failed try's: the same bytes either way)."""
     if not data:

@@ -98,7 +98,10 @@ def _is_valid(name: str) -> Callable[[Any], bool]:
         [(load_schema(n)["$id"], load_schema(n)) for n in SCHEMA_NAMES]
     )
     compiled = jsonschema_rs.validator_for(
-        load_schema(stem), registry=registry, formats=formats, validate_formats=True,
+        load_schema(stem),
+        registry=registry,
+        formats=formats,
+        validate_formats=True,
         ignore_unknown_formats=False,
     )
     return cast(Callable[[Any], bool], compiled.is_valid)

@@ -18,6 +18,7 @@ from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import BaseRepo
 
+from kz_events.aio import stop_tasks
 from kz_events.errors import KzError
 from kz_events.eventlog import EventLog, take
 from kz_events.events import decode_event
@@ -143,8 +144,11 @@ class Archive:
         root = Tree()
         root.add(b"segments", 0o040000, self.writer.add(segments))
         commit = self.writer.commit(
-            tree=self.writer.add(root), parent=head, author=self.service,
-            committer=self.service, when=when,
+            tree=self.writer.add(root),
+            parent=head,
+            author=self.service,
+            committer=self.service,
+            when=when,
             subject=f"archive events {items[0][0]}..{last}",
             trailers=[("Kz-Archive-Seq", str(last))],
         )
@@ -167,8 +171,15 @@ class Archive:
 class ArchiveProjector:
     """Follows the log and appends it to the archive in batches of at most `batch` events."""
 
-    def __init__(self, elog: EventLog, archive: Archive, *, batch: int = 500,
-                 idle_s: float = 1.0, follow: RawFollower | None = None) -> None:
+    def __init__(
+        self,
+        elog: EventLog,
+        archive: Archive,
+        *,
+        batch: int = 500,
+        idle_s: float = 1.0,
+        follow: RawFollower | None = None,
+    ) -> None:
         self.elog = elog
         self.archive = archive
         self.batch = batch
@@ -211,9 +222,7 @@ class ArchiveProjector:
                 if len(pending) >= self.batch:
                     self._flush(pending)
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_tasks(task)
 
     async def _feed(self, from_seq: int, queue: asyncio.Queue[RawStored]) -> None:
         async with contextlib.aclosing(self.follow.subscribe_raw(from_seq=from_seq)) as records:

@@ -67,19 +67,23 @@ class AuditReport:
 
     def lines(self) -> list[str]:
         verdict = "clean" if self.ok else f"{len(self.problems)} divergence(s)"
-        out = [f"audit ({self.source}): {verdict}",
-               f"  log: {self.log_seq} events, archive: {self.archived_seq}",
-               f"  main: live {self.live_head} (seq {self.live_head_seq}), "
-               f"replay {self.replay_head}",
-               f"  compared: {self.results_compared} results, {self.kernels_compared} kernels"]
+        out = [
+            f"audit ({self.source}): {verdict}",
+            f"  log: {self.log_seq} events, archive: {self.archived_seq}",
+            f"  main: live {self.live_head} (seq {self.live_head_seq}), replay {self.replay_head}",
+            f"  compared: {self.results_compared} results, {self.kernels_compared} kernels",
+        ]
         out += [f"  DIVERGENCE: {p}" for p in self.problems]
         out += [f"  note: {n}" for n in self.notes]
         if self.skipped:
             kinds = sorted({s["kind"] for s in self.skipped})
             counts = ", ".join(f"{sum(s['kind'] == k for s in self.skipped)} {k}" for k in kinds)
             out.append(f"  skipped by every reader: {len(self.skipped)} stored messages ({counts})")
-            out += [f"    seq {s['seq']} {s['subject'] or '(subject not archived)'}: "
-                    f"{s['kind']}: {s['reason']}" for s in self.skipped[:SKIPPED_SHOWN]]
+            out += [
+                f"    seq {s['seq']} {s['subject'] or '(subject not archived)'}: "
+                f"{s['kind']}: {s['reason']}"
+                for s in self.skipped[:SKIPPED_SHOWN]
+            ]
             if len(self.skipped) > SKIPPED_SHOWN:
                 out.append(f"    … {len(self.skipped) - SKIPPED_SHOWN} more (--json lists all)")
         return out
@@ -96,8 +100,9 @@ async def _archive_events(archive: Archive, screen: Screen) -> AsyncIterator[Sto
 class _Replay:
     """Folds events into an in-memory repo and an index, snapshotting at the live positions."""
 
-    def __init__(self, packages: PackageSource, settings: Settings, live_seq: int,
-                 index_seq: int | None) -> None:
+    def __init__(
+        self, packages: PackageSource, settings: Settings, live_seq: int, index_seq: int | None
+    ) -> None:
         self.fold = GitFold(open_repo(None), packages, service_person(settings))
         self.packages = packages
         self.live_seq = live_seq
@@ -148,8 +153,10 @@ def _live_head(repo: BaseRepo, report: AuditReport) -> int:
     assert isinstance(commit, Commit)
     seq = commit_trailers(commit).get("Kz-Event-Seq")
     if seq is None:
-        report.problem(f"main's head {report.live_head} has no Kz-Event-Seq trailer: "
-                       "the branch was moved by hand")
+        report.problem(
+            f"main's head {report.live_head} has no Kz-Event-Seq trailer: "
+            "the branch was moved by hand"
+        )
         return 0
     return int(seq)
 
@@ -167,14 +174,19 @@ def _compare_results(replay: _Replay, live: BaseRepo, report: AuditReport) -> No
         report.results_compared += 1
         mine = replay.applied.get(event.submission_id)
         if mine is None or (mine.source, mine.bench_result) != (
-            event.source_commit, event.bench_result_commit
+            event.source_commit,
+            event.bench_result_commit,
         ):
             got = f"{mine.source}/{mine.bench_result}" if mine else "nothing"
-            report.problem(f"submission {event.submission_id}: the log says committed as "
-                           f"{event.source_commit}/{event.bench_result_commit}, replay made {got}")
+            report.problem(
+                f"submission {event.submission_id}: the log says committed as "
+                f"{event.source_commit}/{event.bench_result_commit}, replay made {got}"
+            )
         if event.bench_result_commit not in reachable:
-            report.problem(f"submission {event.submission_id}: commit "
-                           f"{event.bench_result_commit} is not on main (history rewritten?)")
+            report.problem(
+                f"submission {event.submission_id}: commit "
+                f"{event.bench_result_commit} is not on main (history rewritten?)"
+            )
 
 
 def _compare_boards(replay: _Replay, live: BaseRepo, report: AuditReport) -> None:
@@ -198,8 +210,10 @@ def _compare_archive(
     expected = 1
     for segment, seq, raw in archive.lines():
         if seq != expected:
-            report.problem(f"archive: expected event {expected}, got {seq} in {segment} "
-                           "(a segment or events are missing)")
+            report.problem(
+                f"archive: expected event {expected}, got {seq} in {segment} "
+                "(a segment or events are missing)"
+            )
             expected = seq
         if stream is not None and stream.get(seq) not in (None, raw):
             report.problem(f"archive: event {seq} differs from the stream's")
@@ -222,17 +236,28 @@ def _report_open(replay: _Replay, settings: Settings, now: datetime, report: Aud
         if since is None or (now - since).total_seconds() <= limit:
             continue
         age = (now - since).total_seconds()
-        report.open_too_long.append({"submission_id": sid, "kernel_id": state.kernel_id,
-                                     "status": str(state.status), "attempt": state.attempt,
-                                     "since": iso(since), "open_s": round(age),
-                                     "limit_s": round(limit)})
+        report.open_too_long.append(
+            {
+                "submission_id": sid,
+                "kernel_id": state.kernel_id,
+                "status": str(state.status),
+                "attempt": state.attempt,
+                "since": iso(since),
+                "open_s": round(age),
+                "limit_s": round(limit),
+            }
+        )
         if state.status is Status.RUNNING:
-            report.problem(f"submission {sid} is running since its first claim at {iso(since)} "
-                           f"({age:.0f} s, attempt {state.attempt}), past its time limit of "
-                           f"{limit:.0f} s: it never ended")
+            report.problem(
+                f"submission {sid} is running since its first claim at {iso(since)} "
+                f"({age:.0f} s, attempt {state.attempt}), past its time limit of "
+                f"{limit:.0f} s: it never ended"
+            )
         else:
-            report.notes.append(f"submission {sid} has been queued since {iso(since)} "
-                                f"({age:.0f} s), past {limit:.0f} s: no runner took it")
+            report.notes.append(
+                f"submission {sid} has been queued since {iso(since)} "
+                f"({age:.0f} s), past {limit:.0f} s: no runner took it"
+            )
 
 
 async def _report_quiet(
@@ -248,8 +273,10 @@ async def _report_quiet(
         seen, _ = await elog.lease_signs(arch, sid, state.lease_id)
         quiet = (now - max(t for t in (state.claimed_at, seen) if t is not None)).total_seconds()
         if quiet > 2 * settings.lease_s:
-            report.notes.append(f"submission {sid} (attempt {state.attempt}) has had no claim or "
-                                f"heartbeat for {quiet:.0f} s: its lease lapsed")
+            report.notes.append(
+                f"submission {sid} (attempt {state.attempt}) has had no claim or "
+                f"heartbeat for {quiet:.0f} s: its lease lapsed"
+            )
 
 
 def _index_seq(path: Path) -> tuple[int | None, bytes | None]:
@@ -274,8 +301,9 @@ async def run_audit(
     live = open_repo(from_archive or settings.kernel_repo_path, create=False)
     live_seq = _live_head(live, report)
     report.live_head_seq = live_seq
-    index_seq, live_index = (None, None) if from_archive else _index_seq(
-        settings.effective_index_path)
+    index_seq, live_index = (
+        (None, None) if from_archive else _index_seq(settings.effective_index_path)
+    )
     archive = Archive(live, service_person(settings))
     screen = Screen("audit", keep=None)
     if from_archive is not None:
@@ -298,8 +326,10 @@ async def run_audit(
     report.log_seq = replay.log_seq
     report.replay_head = replay.head_at_live.decode() if replay.head_at_live else None
     if replay.head_at_live != ref_value(live, MAIN):
-        report.problem(f"main is {report.live_head}, the replay of the log up to event "
-                       f"{live_seq} gives {report.replay_head}")
+        report.problem(
+            f"main is {report.live_head}, the replay of the log up to event "
+            f"{live_seq} gives {report.replay_head}"
+        )
     if replay.fold.head != replay.head_at_live:
         report.notes.append(f"the live projector is behind: the log goes on to {replay.log_seq}")
     _compare_results(replay, live, report)
@@ -309,8 +339,10 @@ async def run_audit(
     _report_open(replay, settings, now, report)
     if elog is not None:
         await _report_quiet(replay, elog, settings, now, report)
-    report.skipped = [{"seq": s.seq, "subject": s.subject, "kind": s.kind, "reason": s.reason}
-                      for s in screen.recent]
+    report.skipped = [
+        {"seq": s.seq, "subject": s.subject, "kind": s.kind, "reason": s.reason}
+        for s in screen.recent
+    ]
     if live_index is not None and replay.index_at != live_index:
         report.problem(f"index.json (log_seq {index_seq}) differs from the replay's")
     write_atomic(settings.data_dir / "audit.json", report.to_json())

@@ -148,32 +148,57 @@ class GitFold:
         files = await self.packages.files(event.package_digest)
         subject = f"{event.kernel_id}: {event.message or 'submission ' + event.submission_id}"
         trailers = self._trailers(event.submission_id, seq, event.kernel_id)
-        source, root = self._write(board, files, author_of(event.submitter_id), event, subject,
-                                   [*trailers, ("Kz-Package", event.package_digest),
-                                    ("Kz-Commit", "source")])
+        source, root = self._write(
+            board,
+            files,
+            author_of(event.submitter_id),
+            event,
+            subject,
+            [*trailers, ("Kz-Package", event.package_digest), ("Kz-Commit", "source")],
+        )
         new_board = board_accept(board, replace(item, commit=source.decode()), metric)
-        return self._finish(seq, event, new_board, files, source, root, trailers,
-                            f"{event.kernel_id}: bench result {value:g} "
-                            f"{(new_board.metric or {}).get('unit', '')}".rstrip(), True)
+        return self._finish(
+            seq,
+            event,
+            new_board,
+            files,
+            source,
+            root,
+            trailers,
+            f"{event.kernel_id}: bench result {value:g} "
+            f"{(new_board.metric or {}).get('unit', '')}".rstrip(),
+            True,
+        )
 
     async def _imported(self, seq: int, event: KernelImported, live: bool) -> Applied | None:
         files = await self.packages.files(event.package_digest)
         board = board_import(
-            self._board(event.kernel_id), event.package_digest, event.bench_result,
+            self._board(event.kernel_id),
+            event.package_digest,
+            event.bench_result,
             _metric_of_desc(files),
         )
         if not live:
             self.boards[event.kernel_id] = board
             return None
-        trailers = [("Kz-Event-Seq", str(seq)), ("Kz-Kernel", event.kernel_id),
-                    ("Kz-Package", event.package_digest), ("Kz-Commit", "import")]
+        trailers = [
+            ("Kz-Event-Seq", str(seq)),
+            ("Kz-Kernel", event.kernel_id),
+            ("Kz-Package", event.package_digest),
+            ("Kz-Commit", "import"),
+        ]
         tree_files = {**files, BENCH: (FILE_MODE, self._yaml(board))}
         root = self._root_with(event.kernel_id, tree_files)
         subject = f"{event.kernel_id}: import{' - ' + event.message if event.message else ''}"
-        commit = self.writer.commit(tree=root, parent=self.head,
-                                    author=author_of(event.submitter_id),
-                                    committer=self.service, when=event.occurred_at,
-                                    subject=subject, trailers=trailers)
+        commit = self.writer.commit(
+            tree=root,
+            parent=self.head,
+            author=author_of(event.submitter_id),
+            committer=self.service,
+            when=event.occurred_at,
+            subject=subject,
+            trailers=trailers,
+        )
         self._move(commit, root)
         self.boards[event.kernel_id] = board
         return Applied(seq, event.kernel_id, None, None, commit.decode(), tree_files, False)
@@ -191,13 +216,25 @@ class GitFold:
         digest = new_board.source_digest
         files = await self.packages.files(digest) if digest else self._current_files(board)
         trailers = self._trailers(event.submission_id, seq, event.kernel_id)
-        source, root = self._write(board, files, author_of(event.actor), event,
-                                   f"{event.kernel_id}: disqualify {event.submission_id}",
-                                   [*trailers, ("Kz-Package", digest or ""),
-                                    ("Kz-Commit", "disqualify-source")])
-        return self._finish(seq, event, new_board, files, source, root, trailers,
-                            f"{event.kernel_id}: bench result after disqualification "
-                            f"({event.reason})", False)
+        source, root = self._write(
+            board,
+            files,
+            author_of(event.actor),
+            event,
+            f"{event.kernel_id}: disqualify {event.submission_id}",
+            [*trailers, ("Kz-Package", digest or ""), ("Kz-Commit", "disqualify-source")],
+        )
+        return self._finish(
+            seq,
+            event,
+            new_board,
+            files,
+            source,
+            root,
+            trailers,
+            f"{event.kernel_id}: bench result after disqualification ({event.reason})",
+            False,
+        )
 
     # --- writing --------------------------------------------------------------------------
 
@@ -212,8 +249,11 @@ class GitFold:
 
     @staticmethod
     def _trailers(submission_id: str, seq: int, kernel_id: str) -> list[tuple[str, str]]:
-        return [("Kz-Submission", submission_id), ("Kz-Event-Seq", str(seq)),
-                ("Kz-Kernel", kernel_id)]
+        return [
+            ("Kz-Submission", submission_id),
+            ("Kz-Event-Seq", str(seq)),
+            ("Kz-Kernel", kernel_id),
+        ]
 
     def _head_tree(self) -> ObjectID | None:
         return self._commit(self.head).tree if self.head is not None else None
@@ -224,39 +264,71 @@ class GitFold:
 
     def _root_with(self, kernel_id: str, files: FileMap) -> ObjectID:
         kernel_tree = self.writer.tree_of(files)
-        return self.writer.put_path(self._head_tree(), list(KernelId.parse(kernel_id).parts),
-                                    kernel_tree)
+        return self.writer.put_path(
+            self._head_tree(), list(KernelId.parse(kernel_id).parts), kernel_tree
+        )
 
     def _write(
-        self, board: Board, files: FileMap, author: Person, event: Any, subject: str,
+        self,
+        board: Board,
+        files: FileMap,
+        author: Person,
+        event: Any,
+        subject: str,
         trailers: list[tuple[str, str]],
     ) -> tuple[ObjectID, ObjectID]:
         """The source commit: the package with the old scoreboard, on top of main."""
         tree_files = {**files, BENCH: (FILE_MODE, self._yaml(board))}
         root = self._root_with(board.kernel_id, tree_files)
-        commit = self.writer.commit(tree=root, parent=self.head, author=author,
-                                    committer=self.service, when=event.occurred_at,
-                                    subject=subject, trailers=trailers)
+        commit = self.writer.commit(
+            tree=root,
+            parent=self.head,
+            author=author,
+            committer=self.service,
+            when=event.occurred_at,
+            subject=subject,
+            trailers=trailers,
+        )
         return commit, root
 
     def _finish(
-        self, seq: int, event: Any, board: Board, files: FileMap, source: ObjectID,
+        self,
+        seq: int,
+        event: Any,
+        board: Board,
+        files: FileMap,
+        source: ObjectID,
         root: ObjectID,
-        trailers: list[tuple[str, str]], subject: str, announce: bool,
+        trailers: list[tuple[str, str]],
+        subject: str,
+        announce: bool,
     ) -> Applied:
         """The bench-result commit with the new scoreboard; main moves at the next flush."""
         tree_files = {**files, BENCH: (FILE_MODE, self._yaml(board))}
         kernel_tree = self.writer.tree_of(tree_files)
-        new_root = self.writer.put_path(root, list(KernelId.parse(board.kernel_id).parts),
-                                        kernel_tree)
-        bench = self.writer.commit(tree=new_root, parent=source, author=self.service,
-                                   committer=self.service, when=event.occurred_at,
-                                   subject=subject,
-                                   trailers=[*trailers, ("Kz-Commit", "bench-result")])
+        new_root = self.writer.put_path(
+            root, list(KernelId.parse(board.kernel_id).parts), kernel_tree
+        )
+        bench = self.writer.commit(
+            tree=new_root,
+            parent=source,
+            author=self.service,
+            committer=self.service,
+            when=event.occurred_at,
+            subject=subject,
+            trailers=[*trailers, ("Kz-Commit", "bench-result")],
+        )
         self._move(bench, new_root)
         self.boards[board.kernel_id] = board
-        return Applied(seq, board.kernel_id, event.submission_id, source.decode(),
-                       bench.decode(), tree_files, announce)
+        return Applied(
+            seq,
+            board.kernel_id,
+            event.submission_id,
+            source.decode(),
+            bench.decode(),
+            tree_files,
+            announce,
+        )
 
     def _move(self, new: ObjectID, tree: ObjectID) -> None:
         self.head = new
@@ -294,16 +366,26 @@ class GitFold:
             commit = self._commit(sha)
             trailers = commit_trailers(commit)
             sid = trailers.get("Kz-Submission")
-            if sid in wanted and trailers.get("Kz-Commit") == "bench-result" and (
-                commit_trailers(self._commit(commit.parents[0])).get("Kz-Commit") == "source"
+            if (
+                sid in wanted
+                and trailers.get("Kz-Commit") == "bench-result"
+                and (commit_trailers(self._commit(commit.parents[0])).get("Kz-Commit") == "source")
             ):
                 found[sid] = (commit.parents[0].decode(), sha.decode())
             sha = commit.parents[0] if commit.parents else None
         for kernel_id, board in self.boards.items():
-            items = tuple(replace(a, commit=found[a.submission_id][0])
-                          if a.submission_id in found else a for a in board.accepted)
-            best = next((a for a in items if board.best is not None
-                         and a.submission_id == board.best.submission_id), None)
+            items = tuple(
+                replace(a, commit=found[a.submission_id][0]) if a.submission_id in found else a
+                for a in board.accepted
+            )
+            best = next(
+                (
+                    a
+                    for a in items
+                    if board.best is not None and a.submission_id == board.best.submission_id
+                ),
+                None,
+            )
             self.boards[kernel_id] = replace(board, accepted=items, best=best)
         return found
 
@@ -311,5 +393,6 @@ class GitFold:
         """An `Applied` for a result main already holds, so it can be (re-)announced."""
         assert self.head is not None
         files = files_of_tree(self.writer, self._commit(self.head).tree, kernel_id)
-        return Applied(self.resume_seq, kernel_id, submission_id, commits[0], commits[1],
-                       files, True)
+        return Applied(
+            self.resume_seq, kernel_id, submission_id, commits[0], commits[1], files, True
+        )

@@ -8,7 +8,6 @@ commit it stores the kernel's trusted judge bundle under `judge_key(kernel_id)` 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import uuid
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from dulwich.repo import BaseRepo
 
+from kz_events.aio import stop_tasks
 from kz_events.config import Settings
 from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.eventlog import EventLog, Stored
@@ -224,9 +224,7 @@ class GitProjector:
                 room.set()
                 await self.handle(*item)
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_tasks(task)
 
     # --- committed ------------------------------------------------------------------------
 

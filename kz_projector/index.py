@@ -73,9 +73,13 @@ class ValueRec:
     suspect: bool = False
 
     def doc(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "submitter": self.submitter,
-                               "submission": self.submission, "at": self.at,
-                               "commit": self.commit}
+        out: dict[str, Any] = {
+            "value": self.value,
+            "submitter": self.submitter,
+            "submission": self.submission,
+            "at": self.at,
+            "commit": self.commit,
+        }
         if self.p10 is not None and self.p90 is not None:
             out["spread"] = {"p10": self.p10, "p90": self.p90}
         if self.suspect:
@@ -103,10 +107,18 @@ class BoardInfo:
 
     def doc(self) -> dict[str, Any]:
         arch, op_class, sub_class, quant = self.key.split("/")
-        return {"board": self.key, "arch": arch, "op_class": op_class, "sub_class": sub_class,
-                "quant": quant, "reviewed": self.reviewed, "reviewed_by": self.reviewed_by,
-                "reviewed_at": self.reviewed_at, "judge_kernel": self.judge,
-                "kernels": list(self.kernels)}
+        return {
+            "board": self.key,
+            "arch": arch,
+            "op_class": op_class,
+            "sub_class": sub_class,
+            "quant": quant,
+            "reviewed": self.reviewed,
+            "reviewed_by": self.reviewed_by,
+            "reviewed_at": self.reviewed_at,
+            "judge_kernel": self.judge,
+            "kernels": list(self.kernels),
+        }
 
 
 @dataclass(slots=True)
@@ -217,16 +229,24 @@ def _touch(state: IndexState, kernel_id: str, at: str) -> None:
 def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -> None:
     info = _kernel(state, event.kernel_id)
     p10, p90 = headline_spread(event.result)
-    rec = ValueRec(float(event.result["metric"]["value"]), event.submitter_id,
-                   event.submission_id, at, seq, p10, p90,
-                   suspect=event.submission_id in state.suspects)
+    rec = ValueRec(
+        float(event.result["metric"]["value"]),
+        event.submitter_id,
+        event.submission_id,
+        at,
+        seq,
+        p10,
+        p90,
+        suspect=event.submission_id in state.suspects,
+    )
     _on_board(state, event.kernel_id, imported=False)
     info.accepted[event.submission_id] = rec
     info.history = [*info.history, rec][-HISTORY_LENGTH:]
     info.digest = event.package_digest
     metric = event.result.get("metric", {})
-    info.metric = info.metric or {k: str(metric[k]) for k in ("name", "unit", "better")
-                                  if k in metric}
+    info.metric = info.metric or {
+        k: str(metric[k]) for k in ("name", "unit", "better") if k in metric
+    }
     state.open_subs.pop(event.submission_id, None)
 
 
@@ -294,9 +314,13 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
             facts = state.facts.get(event.package_digest)
             info.metric = (facts.metric if facts else None) or bench.get("metric") or info.metric
         case RunnerRegistered():
-            state.runners[event.runner_id] = {"id": event.runner_id, "arches": list(event.arches),
-                                              "device": event.device or None,
-                                              "last_heartbeat": at, "state": "registered"}
+            state.runners[event.runner_id] = {
+                "id": event.runner_id,
+                "arches": list(event.arches),
+                "device": event.device or None,
+                "last_heartbeat": at,
+                "state": "registered",
+            }
         case RunnerDeregistered() if event.runner_id in state.runners:
             state.runners[event.runner_id] |= {"state": "deregistered", "last_heartbeat": at}
         case BoardReviewed():
@@ -328,9 +352,13 @@ def _best(info: KernelInfo) -> dict[str, Any] | None:
             best = rec
     seed = (info.seed or {}).get("best")
     if isinstance(seed, dict) and (best is None or not _wins(best.value, seed["value"], better)):
-        return {"value": seed["value"], "submitter": seed.get("submitter"),
-                "submission": seed.get("submission_id"), "at": seed.get("at"),
-                "commit": seed.get("commit")}
+        return {
+            "value": seed["value"],
+            "submitter": seed.get("submitter"),
+            "submission": seed.get("submission_id"),
+            "at": seed.get("at"),
+            "commit": seed.get("commit"),
+        }
     return best.doc() if best is not None else None
 
 
@@ -339,9 +367,13 @@ def _current(info: KernelInfo) -> dict[str, Any] | None:
         return next(reversed(info.accepted.values())).doc()
     seed = (info.seed or {}).get("current")
     if isinstance(seed, dict):
-        return {"value": seed["value"], "submitter": seed.get("submitter"),
-                "submission": seed.get("submission_id"), "at": seed.get("at"),
-                "commit": seed.get("commit")}
+        return {
+            "value": seed["value"],
+            "submitter": seed.get("submitter"),
+            "submission": seed.get("submission_id"),
+            "at": seed.get("at"),
+            "commit": seed.get("commit"),
+        }
     return None
 
 
@@ -361,9 +393,16 @@ def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
         "last_activity_at": info.last_activity_at,
         "disqualified": list(info.disqualified),
         "board_reviewed": _reviewed(state, info.kernel_id),
-        "history": [{"value": r.value, "at": r.at, "submission": r.submission,
-                     "disqualified": r.disqualified, **({"suspect": True} if r.suspect else {})}
-                    for r in info.history],
+        "history": [
+            {
+                "value": r.value,
+                "at": r.at,
+                "submission": r.submission,
+                "disqualified": r.disqualified,
+                **({"suspect": True} if r.suspect else {}),
+            }
+            for r in info.history
+        ],
     }
 
 
@@ -372,9 +411,7 @@ def _reviewed(state: IndexState, kernel_id: str) -> bool:
     return board is not None and board.reviewed
 
 
-def _leaderboards(
-    kernels: list[dict[str, Any]], reviewed: bool
-) -> dict[str, list[dict[str, Any]]]:
+def _leaderboards(kernels: list[dict[str, Any]], reviewed: bool) -> dict[str, list[dict[str, Any]]]:
     """The ranked boards that are (or are not) reviewed: the two are listed apart, so a board
     whose judge no maintainer accepted yet is never shown among the reviewed ones."""
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -385,12 +422,19 @@ def _leaderboards(
         groups.setdefault(group, []).append(doc)
     boards: dict[str, list[dict[str, Any]]] = {}
     for group, docs in sorted(groups.items()):
-        higher = ((docs[0]["metric"] or {}).get("better") == "higher")
-        ranked = sorted(docs, key=lambda d: (-d["best"]["value"] if higher else d["best"]["value"],
-                                             d["id"]))
-        boards[group] = [{"kernel_id": d["id"], "rank": i + 1, "value": d["best"]["value"],
-                          **({"suspect": True} if d["best"].get("suspect") else {})}
-                         for i, d in enumerate(ranked)]
+        higher = (docs[0]["metric"] or {}).get("better") == "higher"
+        ranked = sorted(
+            docs, key=lambda d: (-d["best"]["value"] if higher else d["best"]["value"], d["id"])
+        )
+        boards[group] = [
+            {
+                "kernel_id": d["id"],
+                "rank": i + 1,
+                "value": d["best"]["value"],
+                **({"suspect": True} if d["best"].get("suspect") else {}),
+            }
+            for i, d in enumerate(ranked)
+        ]
     return boards
 
 

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from kz_events.aio import stop_tasks
 from kz_events.eventlog import EventLog, Stored, take
 from kz_events.events import PackageSummary
 from kz_events.fanout import Follower
@@ -41,7 +42,8 @@ async def facts_of(packages: PackageSource, digest: str) -> PackageSummary:
         title=str(desc.get("title", "")),
         language=str(desc.get("language", "other")),
         metric={k: str(metric[k]) for k in ("name", "unit", "better") if k in metric}
-        if isinstance(metric, dict) else None,
+        if isinstance(metric, dict)
+        else None,
     )
 
 
@@ -151,9 +153,7 @@ class IndexProjector:
                     await self.flush_off_loop()
                     last_write = loop.time()
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stop_tasks(task)
 
 
 async def _one(seq: int, event: object) -> AsyncIterator[Stored]:

@@ -50,8 +50,10 @@ class KernelRepo:
 
     def _open(self) -> BaseRepo | None:
         path = self._path
-        if self._repo is None and path is not None and (
-            (path / "HEAD").exists() or (path / ".git").exists()
+        if (
+            self._repo is None
+            and path is not None
+            and ((path / "HEAD").exists() or (path / ".git").exists())
         ):
             self._repo = Repo(str(path))
         return self._repo
@@ -79,11 +81,13 @@ class KernelRepo:
         try:
             obj = repo.object_store[sha]
         except KeyError as exc:
-            raise InvalidInput(f"expected a commit id of the kernel repo, got {commit!r}",
-                               code="unknown_commit") from exc
+            raise InvalidInput(
+                f"expected a commit id of the kernel repo, got {commit!r}", code="unknown_commit"
+            ) from exc
         if not isinstance(obj, Commit):
-            raise InvalidInput(f"expected a commit id, got a {obj.type_name.decode()}",
-                               code="unknown_commit")
+            raise InvalidInput(
+                f"expected a commit id, got a {obj.type_name.decode()}", code="unknown_commit"
+            )
         tree = read_subtree(repo.object_store, obj.tree, list(KernelId.parse(kernel_id).parts))
         return (repo, tree) if tree is not None else None
 
@@ -150,9 +154,7 @@ class KernelRepo:
         return out
 
     @staticmethod
-    def _changed(
-        repo: BaseRepo, commit: Commit, parent: ObjectID | None, parts: list[str]
-    ) -> bool:
+    def _changed(repo: BaseRepo, commit: Commit, parent: ObjectID | None, parts: list[str]) -> bool:
         mine = read_subtree(repo.object_store, commit.tree, parts)
         if parent is None:
             return mine is not None

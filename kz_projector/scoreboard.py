@@ -108,8 +108,7 @@ def board_disqualify(board: Board, submission_id: str) -> Board | None:
         return None
     fallback = _best_accepted(left, _better(board))
     source = fallback.digest if fallback is not None else board.base_digest
-    return replace(board, accepted=left, source_digest=source or board.source_digest,
-                   best=fallback)
+    return replace(board, accepted=left, source_digest=source or board.source_digest, best=fallback)
 
 
 def _better(board: Board) -> str:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 
+from kz_events.aio import stop_tasks
 from kz_events.config import Settings
 from kz_events.eventlog import EventLog
 from kz_events.fanout import SharedFollow
@@ -40,8 +41,14 @@ class Projectors:
     """The five parts over one event log and one kernel repo."""
 
     def __init__(
-        self, elog: EventLog, settings: Settings, *, clock: Callable[[], datetime] = utcnow,
-        debounce_s: float = 0.5, stall_s: float = STALL_S, watch_s: float = 10.0,
+        self,
+        elog: EventLog,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        debounce_s: float = 0.5,
+        stall_s: float = STALL_S,
+        watch_s: float = 10.0,
     ) -> None:
         self.elog, self.settings, self.clock, self.debounce_s = elog, settings, clock, debounce_s
         self.stall_s, self.watch_s = stall_s, watch_s
@@ -55,13 +62,21 @@ class Projectors:
         follow = SharedFollow(elog)  # one subscription for the parts that follow the log
         self.git = GitProjector(elog, settings, packages=packages, clock=clock, follow=follow)
         self.referee = Referee(elog, packages, clock=clock, new_id=_new_id, follow=follow)
-        self.index = IndexProjector(elog, packages, settings.effective_index_path,
-                                    debounce_s=self.debounce_s, follow=follow)
-        self.archive = ArchiveProjector(elog, Archive(self.repo, service_person(settings)),
-                                        follow=follow)
-        self.sweeper = Sweeper(elog, lease_s=settings.lease_s, grace_s=settings.lease_s,
-                               task_timeout_s=settings.task_timeout_s,
-                               clock=clock, new_id=_new_id, follow=follow)
+        self.index = IndexProjector(
+            elog, packages, settings.effective_index_path, debounce_s=self.debounce_s, follow=follow
+        )
+        self.archive = ArchiveProjector(
+            elog, Archive(self.repo, service_person(settings)), follow=follow
+        )
+        self.sweeper = Sweeper(
+            elog,
+            lease_s=settings.lease_s,
+            grace_s=settings.lease_s,
+            task_timeout_s=settings.task_timeout_s,
+            clock=clock,
+            new_id=_new_id,
+            follow=follow,
+        )
 
     def close(self) -> None:
         """Close the repositories the parts opened; call once they have stopped."""
@@ -108,9 +123,7 @@ class Projectors:
             for task in done:
                 task.result()
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await stop_tasks(*tasks)
 
     async def _watch(self) -> None:
         """Raise `PartStalled` when the referee or the git projector keeps one position for
@@ -130,6 +143,7 @@ class Projectors:
                         f"while the log reached {head}",
                         details={"part": name, "position": position, "head": head},
                     )
+
 
 async def run_projectors(elog: EventLog, settings: Settings) -> None:
     projectors = Projectors(elog, settings)

@@ -27,6 +27,7 @@ import nats.errors
 import nats.js.errors
 from nats.aio.msg import Msg
 
+from kz_events.aio import stop_tasks
 from kz_events.errors import ConcurrencyConflict, LogUnavailable, RuleViolation
 from kz_events.eventlog import EventLog
 from kz_events.events import (
@@ -42,8 +43,15 @@ from kz_events.lifecycle import TERMINAL, Fail, Status, SubmissionState, decide,
 from kz_events.screen import Screen
 from kz_events.subjects import EVENTS_STREAM, aggregate_filter, consumer_name, live_subject
 
-__all__ = ["ADVISORY_SUBJECT", "Ending", "OpenTask", "Sweeper", "endings", "lost_tasks",
-           "open_limit_s"]
+__all__ = [
+    "ADVISORY_SUBJECT",
+    "Ending",
+    "OpenTask",
+    "Sweeper",
+    "endings",
+    "lost_tasks",
+    "open_limit_s",
+]
 
 log = logging.getLogger(__name__)
 
@@ -76,28 +84,40 @@ class Ending:
 
 
 def _ending(
-    task: OpenTask, beat: datetime | None, now: datetime, lease_s: float, grace_s: float,
-    limit_s: float, gone: bool,
+    task: OpenTask,
+    beat: datetime | None,
+    now: datetime,
+    lease_s: float,
+    grace_s: float,
+    limit_s: float,
+    gone: bool,
 ) -> Ending | None:
     if task.has_result:
         return None  # the referee judges it (and the projector restarts a stalled referee)
     first = task.first_claimed_at or task.claimed_at
     open_s = (now - first).total_seconds()
     if open_s > limit_s:
-        return Ending(task.submission_id, "timed_out",
-                      f"open {open_s:.0f} s since its first claim, past its limit of "
-                      f"{limit_s:.0f} s")
+        return Ending(
+            task.submission_id,
+            "timed_out",
+            f"open {open_s:.0f} s since its first claim, past its limit of {limit_s:.0f} s",
+        )
     quiet = now - max(task.claimed_at, beat or task.claimed_at)
     if quiet <= timedelta(seconds=lease_s + grace_s):
         return None
     if task.attempt >= task.max_attempts:
-        return Ending(task.submission_id, "runner_lost",
-                      f"the runner of its last attempt ({task.attempt}) stopped heartbeating "
-                      "past its lease")
+        return Ending(
+            task.submission_id,
+            "runner_lost",
+            f"the runner of its last attempt ({task.attempt}) stopped heartbeating past its lease",
+        )
     if gone:
-        return Ending(task.submission_id, "runner_lost",
-                      f"the runner of attempt {task.attempt} stopped heartbeating past its lease "
-                      "and the task queue no longer holds it")
+        return Ending(
+            task.submission_id,
+            "runner_lost",
+            f"the runner of attempt {task.attempt} stopped heartbeating past its lease "
+            "and the task queue no longer holds it",
+        )
     return None  # re-queued: JetStream delivers the held message again
 
 
@@ -114,8 +134,15 @@ def endings(
     """The running tasks the sweeper ends now, by submission id. `beats` holds the newest
     heartbeat of each task; `gone`, the tasks whose message the queue no longer holds."""
     found = [
-        _ending(task, beats.get(task.submission_id), now, lease_s, grace_s, limit_s,
-                task.submission_id in gone)
+        _ending(
+            task,
+            beats.get(task.submission_id),
+            now,
+            lease_s,
+            grace_s,
+            limit_s,
+            task.submission_id in gone,
+        )
         for task in tasks
     ]
     return sorted((e for e in found if e is not None), key=lambda e: e.submission_id)
@@ -193,8 +220,14 @@ class Sweeper:
 
     def _open_tasks(self) -> list[OpenTask]:
         return [
-            OpenTask(sid, s.attempt, s.max_attempts, s.claimed_at, s.first_claimed_at,
-                     s.result_seq is not None)
+            OpenTask(
+                sid,
+                s.attempt,
+                s.max_attempts,
+                s.claimed_at,
+                s.first_claimed_at,
+                s.result_seq is not None,
+            )
             for sid, s in self.subs.items()
             if s.status is Status.RUNNING and s.claimed_at is not None
         ]
@@ -202,19 +235,29 @@ class Sweeper:
     async def _sweep_tracked(self) -> list[str]:
         tasks = self._open_tasks()
         now = self.clock()
-        quiet = [t for t in tasks if not t.has_result
-                 and now - t.claimed_at > timedelta(seconds=self.lease_s + self.grace_s)]
+        quiet = [
+            t
+            for t in tasks
+            if not t.has_result
+            and now - t.claimed_at > timedelta(seconds=self.lease_s + self.grace_s)
+        ]
         beats = {t.submission_id: await self._beat(t.submission_id) for t in quiet}
         gone = self.gone | await self._unheld(
-            [t.submission_id for t in quiet if t.attempt < t.max_attempts])
+            [t.submission_id for t in quiet if t.attempt < t.max_attempts]
+        )
         ended = []
         for task in tasks:
             limit = open_limit_s(task.max_attempts, self.task_timeout_s, self.lease_s)
-            for ending in endings([task], beats, now, self.lease_s, self.grace_s, limit_s=limit,
-                                  gone=gone):
+            for ending in endings(
+                [task], beats, now, self.lease_s, self.grace_s, limit_s=limit, gone=gone
+            ):
                 if await self.fail(ending.submission_id, ending.reason, code=ending.code):
-                    log.warning("sweeper: %s failed (%s): %s", ending.submission_id, ending.code,
-                                ending.reason)
+                    log.warning(
+                        "sweeper: %s failed (%s): %s",
+                        ending.submission_id,
+                        ending.code,
+                        ending.reason,
+                    )
                     ended.append(ending.submission_id)
         return sorted(ended)
 
@@ -244,8 +287,12 @@ class Sweeper:
                 continue
             except (nats.errors.Error, LogUnavailable, TimeoutError) as exc:
                 if not self._floor_failed:
-                    log.warning("sweeper: cannot read the %s task consumer (%r); lapsed tasks "
-                                "with attempts left wait for their time limit", arch, exc)
+                    log.warning(
+                        "sweeper: cannot read the %s task consumer (%r); lapsed tasks "
+                        "with attempts left wait for their time limit",
+                        arch,
+                        exc,
+                    )
                     self._floor_failed = True
                 continue
             floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
@@ -295,9 +342,7 @@ class Sweeper:
                 await asyncio.wait([follow], timeout=self.interval_s)
             follow.result()  # the follow ended: raise what ended it
         finally:
-            follow.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await follow
+            await stop_tasks(follow)
             await sub.unsubscribe()
 
     async def _track_follow(self) -> None:

@@ -155,8 +155,11 @@ class NativeTransport:
         arch = submitted.kernel.arch
         lease_id = str(uuid.uuid4())
         # A first delivery usually finds the submission as it was submitted: try that first.
-        first = (fold([(int(msg.metadata.sequence.stream), submitted)])
-                 if int(msg.metadata.num_delivered) == 1 else None)
+        first = (
+            fold([(int(msg.metadata.sequence.stream), submitted)])
+            if int(msg.metadata.num_delivered) == 1
+            else None
+        )
         state = await self._claim_as(arch, submitted.submission_id, lease_id, first, msg)
         if state is None:
             return None
@@ -174,15 +177,22 @@ class NativeTransport:
         )
 
     async def _claim_as(
-        self, arch: str, submission_id: str, lease_id: str, guess: SubmissionState | None,
+        self,
+        arch: str,
+        submission_id: str,
+        lease_id: str,
+        guess: SubmissionState | None,
         msg: Msg,
     ) -> SubmissionState | None:
         """The state after this runner's claim, or None once the delivery is settled."""
         assert self.info is not None
         for _ in range(5):
             state = guess if guess is not None else await self._state(arch, submission_id)
-            seen, phase = (await self.log.lease_signs(arch, submission_id, state.lease_id)
-                           if guess is None else (None, ""))
+            seen, phase = (
+                await self.log.lease_signs(arch, submission_id, state.lease_id)
+                if guess is None
+                else (None, "")
+            )
             command = Claim(
                 meta=EventMeta.now(self.info.runner_id),
                 runner_id=self.info.runner_id,
@@ -203,8 +213,11 @@ class NativeTransport:
                     guess = None  # decide against the stored aggregate
                     continue
                 if state.status in OPEN:
-                    log.info("runner: %s not claimable now (%s); handing it back",
-                             submission_id, refusal.message)
+                    log.info(
+                        "runner: %s not claimable now (%s); handing it back",
+                        submission_id,
+                        refusal.message,
+                    )
                     await msg.nak(delay=self.lease_s)
                 else:
                     await msg.ack()  # ended: nothing to run

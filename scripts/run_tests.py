@@ -35,8 +35,16 @@ def main() -> int:
     # keeps an event loop running in the test thread, which asyncio tests cannot share.
     # The system layer runs last and alone: its processes and faults need the cores.
     code = run(
-        py, "-m", "pytest", "-m", "unit or integration",
-        "-n", workers, "--dist", "loadfile", *common,
+        py,
+        "-m",
+        "pytest",
+        "-m",
+        "unit or integration",
+        "-n",
+        workers,
+        "--dist",
+        "loadfile",
+        *common,
     )
     if code != 0:
         return code
@@ -50,7 +58,11 @@ def main() -> int:
         return code
     present = [pattern for pattern in PURE_CORES if _exists(pattern)]
     code = run(
-        py, "-m", "coverage", "report", f"--fail-under={PURE_GATE}",
+        py,
+        "-m",
+        "coverage",
+        "report",
+        f"--fail-under={PURE_GATE}",
         "--include=" + ",".join(present),
     )
     if code != 0:

@@ -68,8 +68,10 @@ def _skipped(screen: Screen) -> SkippedDoc:
     return SkippedDoc(
         total=screen.total,
         by_kind=dict(sorted(screen.counts.items())),
-        recent=[SkippedEventDoc(seq=s.seq, subject=s.subject, kind=s.kind, reason=s.reason)
-                for s in list(screen.recent)[-10:]],
+        recent=[
+            SkippedEventDoc(seq=s.seq, subject=s.subject, kind=s.kind, reason=s.reason)
+            for s in list(screen.recent)[-10:]
+        ],
     )
 
 

@@ -203,9 +203,7 @@ class Stack:
         env.update(self.env)
         return env
 
-    def _proc(
-        self, name: str, args: list[str], extra: dict[str, str] | None = None
-    ) -> KzProcess:
+    def _proc(self, name: str, args: list[str], extra: dict[str, str] | None = None) -> KzProcess:
         env = {**self.base_env(), **(extra or {})}
         proc = KzProcess(name, kz_argv(*args), env, self.logs / f"{name}.log", cwd=REPO)
         self.procs[name] = proc

@@ -64,9 +64,7 @@ def test_pipeline_survives_losing_the_stream_leader(
         stack, progress, runner_every_s=None, projector_at=(), api_at=None, nats_at=0.3
     ).start()
     t0 = time.monotonic()
-    records = run_submitters(
-        stack, plans, workers=20, progress=progress, follow_timeout_s=150
-    )
+    records = run_submitters(stack, plans, workers=20, progress=progress, follow_timeout_s=150)
     submitting = time.monotonic() - t0
     injector.stop()
     assert not injector.errors, injector.errors

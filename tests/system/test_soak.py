@@ -80,8 +80,11 @@ def test_soak_under_faults(make_stack: Callable[..., Stack], tmp_path: Path) -> 
     plans = soak_plans(SIZE)
     progress = Progress(len(plans))
     injector = FaultInjector(
-        stack, progress, runner_every_s=RUNNER_EVERY_S,
-        projector_at=projector_restarts(PROJECTOR_RESTARTS), nats_at=0.5 if CLUSTER else None,
+        stack,
+        progress,
+        runner_every_s=RUNNER_EVERY_S,
+        projector_at=projector_restarts(PROJECTOR_RESTARTS),
+        nats_at=0.5 if CLUSTER else None,
     ).start()
     t0 = time.monotonic()
     try:
@@ -104,8 +107,14 @@ def test_soak_under_faults(make_stack: Callable[..., Stack], tmp_path: Path) -> 
         "whole test": time.monotonic() - started,
     }
     where = "3-node cluster, R3" if CLUSTER else "single node"
-    print("\n" + summary_table(
-        f"soak: {SIZE} submissions, 20 submitters, {where}",
-        records, injector.faults, durations, figures["deviations"],
-    ))
+    print(
+        "\n"
+        + summary_table(
+            f"soak: {SIZE} submissions, 20 submitters, {where}",
+            records,
+            injector.faults,
+            durations,
+            figures["deviations"],
+        )
+    )
     print("\n".join(injector.log))

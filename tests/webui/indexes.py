@@ -93,8 +93,9 @@ def render_accepted(records: Iterable[Accepted]) -> bytes:
     last = state.generated_at
     for n, board in enumerate(sorted(state.boards.values(), key=lambda b: b.key)):
         seq += 1
-        review = BoardReviewed(event_id=f"r{n}", occurred_at=T0, actor="maintainer",
-                               kernel_id=board.kernels[0])
+        review = BoardReviewed(
+            event_id=f"r{n}", occurred_at=T0, actor="maintainer", kernel_id=board.kernels[0]
+        )
         state = fold_index(state, seq, review)
     state.generated_at = last  # the time of the last result, as before the reviews
     return render_index(state)

@@ -135,8 +135,9 @@ def _seed(stack: Stack) -> None:
 def start_stack(root: Path) -> Stack:
     """Start `kz up --backend stub` under `root` and seed it; the caller stops it."""
     port = free_port()
-    argv = kz_argv("up", "--backend", "stub", "--no-demo", "--port", str(port),
-                   "--data-dir", str(root))
+    argv = kz_argv(
+        "up", "--backend", "stub", "--no-demo", "--port", str(port), "--data-dir", str(root)
+    )
     process = KzProcess("kz up", argv, _env(), root / "up.log").start()
     stack = Stack(process, f"http://127.0.0.1:{port}", "", root)
     try:

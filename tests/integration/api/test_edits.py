@@ -30,9 +30,7 @@ async def test_clean_rebase_merges_both_changes(api: Api) -> None:
     """Main changed line 1, the edit changed line 8: the answer carries both on main's head."""
     repo = api.settings.kernel_repo_path
     base = commit_kernel(repo, package_files(src=LINES))
-    head = commit_kernel(
-        repo, package_files(src=LINES.replace("line1 = 1", "line1 = 100"))
-    )
+    head = commit_kernel(repo, package_files(src=LINES.replace("line1 = 1", "line1 = 100")))
     edit = tarball(src=LINES.replace("line8 = 8", "line8 = 800"))
     resp = await _rebase(api, base, edit)
     assert resp.status_code == 200, resp.text
@@ -52,9 +50,7 @@ async def test_conflicting_rebase_is_409(api: Api) -> None:
     repo = api.settings.kernel_repo_path
     base = commit_kernel(repo, package_files(src=LINES))
     commit_kernel(repo, package_files(src=LINES.replace("line4 = 4", "line4 = 40")))
-    resp = await _rebase(
-        api, base, tarball(src=LINES.replace("line4 = 4", "line4 = 41"))
-    )
+    resp = await _rebase(api, base, tarball(src=LINES.replace("line4 = 4", "line4 = 41")))
     assert resp.status_code == 409
     assert resp.json()["error"]["code"] == "merge_conflict"
     assert resp.json()["error"]["details"]["paths"] == ["src/kernel.py"]

@@ -65,9 +65,7 @@ async def test_detail_from_read_model_and_unknown(api: Api) -> None:
 async def test_detail_from_kernel_repo(api: Api) -> None:
     """With the kernel on main, detail shows desc, scoreboard, files and recent commits."""
     first = commit_kernel(api.settings.kernel_repo_path, package_files(), "import")
-    head = commit_kernel(
-        api.settings.kernel_repo_path, package_files(src="y = 3\n"), "faster"
-    )
+    head = commit_kernel(api.settings.kernel_repo_path, package_files(src="y = 3\n"), "faster")
     encoded = KERNEL.replace("/", "%2F")
     resp = await api.client.get(f"/api/kernels/{encoded}")
     assert resp.status_code == 200, resp.text

@@ -41,8 +41,16 @@ def kz(
 def stack(tmp_path: Path) -> Iterator[str]:
     """`kz up --no-demo --backend stub` on a free port; yields its base URL."""
     port = free_port()
-    argv = kz_argv("up", "--no-demo", "--backend", "stub", "--port", str(port),
-                   "--data-dir", str(tmp_path / "kz"))
+    argv = kz_argv(
+        "up",
+        "--no-demo",
+        "--backend",
+        "stub",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(tmp_path / "kz"),
+    )
     up = KzProcess("kz up", argv, dict(os.environ), tmp_path / "up.log", cwd=tmp_path).start()
     url = f"http://127.0.0.1:{port}"
     try:

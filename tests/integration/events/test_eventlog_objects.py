@@ -178,8 +178,7 @@ async def test_a_key_stored_again_is_replaced_and_its_old_chunks_purged(
     the second content wins and the stream keeps no chunk of the first."""
     await event_log.put_object(PACKAGES_BUCKET, "again", b"first content")
     await event_log.put_object(PACKAGES_BUCKET, "again", b"second content, longer")
-    assert await event_log.get_object_bytes(PACKAGES_BUCKET, "again") == (
-        b"second content, longer")
+    assert await event_log.get_object_bytes(PACKAGES_BUCKET, "again") == (b"second content, longer")
     info = await (await event_log.bucket(PACKAGES_BUCKET)).get_info("again")
     stream = await event_log.js.stream_info(f"OBJ_{PACKAGES_BUCKET}", subjects_filter=">")
     chunk_subjects = [s for s in (stream.state.subjects or {}) if ".C." in s]
@@ -214,8 +213,9 @@ async def test_the_same_package_stored_twice_at_once_reads_back_whole(
     chunk once, and every reader (one request, nats-py) gets the bytes."""
     data = bytes(range(256)) * 100
     key = hashlib.sha256(data).hexdigest()
-    sizes = await asyncio.gather(*(event_log.put_object(PACKAGES_BUCKET, key, data)
-                                   for _ in range(2)))
+    sizes = await asyncio.gather(
+        *(event_log.put_object(PACKAGES_BUCKET, key, data) for _ in range(2))
+    )
     assert sizes == [len(data)] * 2
     store = await event_log.bucket(PACKAGES_BUCKET)
     assert (await store.get(key)).data == data

@@ -18,8 +18,12 @@ pytestmark = pytest.mark.integration
 
 def _imported(n: int) -> KernelImported:
     return KernelImported(
-        event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC), actor="test",
-        kernel_id=f"cpu/Norm/RMSNorm/fp32/k{n}", package_digest="0" * 64, submitter_id="test",
+        event_id=str(uuid.uuid4()),
+        occurred_at=datetime.now(UTC),
+        actor="test",
+        kernel_id=f"cpu/Norm/RMSNorm/fp32/k{n}",
+        package_digest="0" * 64,
+        submitter_id="test",
     )
 
 
@@ -34,7 +38,7 @@ async def test_readers_at_different_positions_each_get_their_suffix(event_log: E
     shared = SharedFollow(event_log)
     first = shared.subscribe(from_seq=seqs[3])
     assert await _take(first, 3) == seqs[3:]
-    behind = shared.subscribe(from_seq=seqs[0])   # joins behind: replays 0..5 from the log
+    behind = shared.subscribe(from_seq=seqs[0])  # joins behind: replays 0..5 from the log
     ahead = shared.subscribe(from_seq=seqs[-1] + 2)  # wants the second event still to come
     assert await _take(behind, 6) == seqs
     later = [await event_log.append(_imported(n)) for n in range(6, 9)]

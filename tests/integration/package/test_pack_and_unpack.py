@@ -96,8 +96,9 @@ def test_unpack_refuses_an_existing_destination(tmp_path: Path) -> None:
 
 def test_unpack_from_a_stream_drops_exec_bits_it_does_not_need(tmp_path: Path) -> None:
     """Unpacking from a file object writes files 0644 and directories 0755."""
-    unpack_tarball(io.BytesIO(package_targz(extra=[Entry("src/sub/x.py", data=b"x")])),
-                   tmp_path / "out")
+    unpack_tarball(
+        io.BytesIO(package_targz(extra=[Entry("src/sub/x.py", data=b"x")])), tmp_path / "out"
+    )
     assert (tmp_path / "out" / "src" / "sub" / "x.py").stat().st_mode & 0o777 == 0o644
 
 
@@ -146,7 +147,10 @@ def test_unpacking_200_mib_stays_under_64_mib_of_extra_memory(tmp_path: Path) ->
     assert tarball.stat().st_size < 32 * 1024 * 1024
     proc = subprocess.run(
         [sys.executable, "-c", _MEASURE, str(tarball), str(tmp_path / "out")],
-        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[3],
     )
     extra_mib = int(proc.stdout.strip()) / 1024
     unpacked = sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file())

@@ -82,7 +82,9 @@ def test_valid_package_validates_in_memory() -> None:
     package = validate_package_files(read_package(data), expected_kernel_id=expected)
     on_disk = validate_tarball(io.BytesIO(data))
     assert (package.kernel_id, package.desc, package.bench_result) == (
-        on_disk.kernel_id, on_disk.desc, on_disk.bench_result
+        on_disk.kernel_id,
+        on_disk.desc,
+        on_disk.bench_result,
     )
     assert str(package.kernel_id) == KERNEL_ID
 

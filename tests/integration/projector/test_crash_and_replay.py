@@ -29,20 +29,23 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 async def _make_log(elog: EventLog, tmp: Path, clock: Clock, count: int) -> list[str]:
     kernels = [f"cpu/Norm/RMSNorm/fp32/k{i}" for i in range(4)]
-    digests = [await store_package(elog, write_package(tmp / f"p{i}", k))
-               for i, k in enumerate(kernels)]
+    digests = [
+        await store_package(elog, write_package(tmp / f"p{i}", k)) for i, k in enumerate(kernels)
+    ]
     rng = random.Random(7)
     sids = []
     for n in range(count):
         k = n % len(kernels)
-        sids.append(await submit_and_run(elog, clock, kernels[k], digests[k],
-                                         round(rng.uniform(1, 100), 3)))
+        sids.append(
+            await submit_and_run(elog, clock, kernels[k], digests[k], round(rng.uniform(1, 100), 3))
+        )
     return sids
 
 
@@ -69,8 +72,13 @@ async def test_replay_of_1000_results_gives_the_live_head(
 
 def _spawn(settings_env: dict[str, str]) -> subprocess.Popen[bytes]:
     env = {**os.environ, **settings_env, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "kz_cli.main", "projector"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "kz_cli.main", "projector"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 async def test_sigkilled_projector_applies_every_result_exactly_once(
@@ -78,8 +86,12 @@ async def test_sigkilled_projector_applies_every_result_exactly_once(
 ) -> None:
     """Killing the projector at random points never applies a result twice or loses one."""
     settings = settings_for(tmp_path)
-    env = {"KZ_NATS_URL": nats_server.url, "KZ_KERNEL_REPO_PATH": str(settings.kernel_repo_path),
-           "KZ_DATA_DIR": str(settings.data_dir), "KZ_INDEX_PATH": str(tmp_path / "index.json")}
+    env = {
+        "KZ_NATS_URL": nats_server.url,
+        "KZ_KERNEL_REPO_PATH": str(settings.kernel_repo_path),
+        "KZ_DATA_DIR": str(settings.data_dir),
+        "KZ_INDEX_PATH": str(tmp_path / "index.json"),
+    }
     sids = await _make_log(event_log, tmp_path, clock, 200)
     rng = random.Random(11)
     lock = settings.kernel_repo_path / "refs" / "heads" / "main.lock"
@@ -101,8 +113,14 @@ async def test_sigkilled_projector_applies_every_result_exactly_once(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
     assert set(committed) == set(sids) and set(committed.values()) == {1}
-    trailers = Counter(_git(settings.kernel_repo_path, "log",
-                            "--format=%(trailers:key=Kz-Submission,valueonly)", "main").split())
+    trailers = Counter(
+        _git(
+            settings.kernel_repo_path,
+            "log",
+            "--format=%(trailers:key=Kz-Submission,valueonly)",
+            "main",
+        ).split()
+    )
     assert set(trailers) == set(sids) and set(trailers.values()) == {2}
     with Repo(str(settings.kernel_repo_path)) as repo:  # runners get main's judge, crashes or not
         tree = repo[repo.refs[b"refs/heads/main"]].tree

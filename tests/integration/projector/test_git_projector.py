@@ -28,8 +28,9 @@ KID = "cpu/Norm/RMSNorm/fp32/test_k"
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 async def test_accepted_results_become_two_commits_each(
@@ -52,7 +53,8 @@ async def test_accepted_results_become_two_commits_each(
     assert "value: 3.0" in board and "accepted_count: 3" in board
     committed = [e for _, e in await event_log.load("kz.ev.submission.*.*.committed")]
     assert sorted(e.submission_id for e in committed if isinstance(e, SubmissionCommitted)) == (
-        sorted(sids))
+        sorted(sids)
+    )
 
 
 async def test_replay_and_audit_are_clean_and_catch_a_moved_branch(
@@ -98,9 +100,15 @@ async def test_audit_finds_a_lost_archive_segment(
     root = Tree()
     root.add(b"segments", 0o040000, writer.add(segments))
     head = archive.head()
-    commit = writer.commit(tree=writer.add(root), parent=head, author=archive.service,
-                           committer=archive.service, when=clock(), subject="lose a segment",
-                           trailers=[("Kz-Archive-Seq", str(archive.archived_seq()))])
+    commit = writer.commit(
+        tree=writer.add(root),
+        parent=head,
+        author=archive.service,
+        committer=archive.service,
+        when=clock(),
+        subject="lose a segment",
+        trailers=[("Kz-Archive-Seq", str(archive.archived_seq()))],
+    )
     assert writer.move(head, commit, ARCHIVE_REF)
     report = await run_audit(settings, clock=clock, elog=event_log)
     assert not report.ok and any("missing" in p for p in report.problems)
@@ -121,8 +129,9 @@ async def test_running_projectors_judge_and_commit_a_burst_once_each_in_log_orde
     try:
         sids = await asyncio.gather(
             *(
-                submit_and_run(event_log, clock, KID, digests[i % 6], 10.0 - i % 7,
-                               accepted=i % 5 != 4)
+                submit_and_run(
+                    event_log, clock, KID, digests[i % 6], 10.0 - i % 7, accepted=i % 5 != 4
+                )
                 for i in range(40)
             )
         )
@@ -136,15 +145,27 @@ async def test_running_projectors_judge_and_commit_a_burst_once_each_in_log_orde
         with contextlib.suppress(asyncio.CancelledError):
             await running
         projectors.close()
-    accepted = [e.submission_id for _, e in await event_log.load("kz.ev.submission.*.*.accepted")
-                if isinstance(e, SubmissionAccepted)]
-    rejected = {e.submission_id for _, e in await event_log.load("kz.ev.submission.*.*.rejected")
-                if isinstance(e, SubmissionRejected)}
+    accepted = [
+        e.submission_id
+        for _, e in await event_log.load("kz.ev.submission.*.*.accepted")
+        if isinstance(e, SubmissionAccepted)
+    ]
+    rejected = {
+        e.submission_id
+        for _, e in await event_log.load("kz.ev.submission.*.*.rejected")
+        if isinstance(e, SubmissionRejected)
+    }
     assert len(accepted) == 32 and len(set(accepted)) == 32 and len(rejected) == 8
     assert set(accepted) | rejected == set(sids)
     repo = settings.kernel_repo_path
-    sources = git(repo, "log", "--reverse", "--format=%(trailers:key=Kz-Submission,valueonly)",
-                  "--grep=Kz-Commit: source", "main").split()
+    sources = git(
+        repo,
+        "log",
+        "--reverse",
+        "--format=%(trailers:key=Kz-Submission,valueonly)",
+        "--grep=Kz-Commit: source",
+        "main",
+    ).split()
     assert sources == accepted  # each once, in log order
     committed = [e for _, e in await event_log.load("kz.ev.submission.*.*.committed")]
     assert len(committed) == 32

@@ -45,15 +45,17 @@ def test_many_flushes_keep_few_packs_and_every_object(tmp_path: Path) -> None:
     for opened in (fresh, reader, repo):
         opened.close()
     subprocess.run(["git", "-C", str(path), "fsck", "--strict"], check=True, capture_output=True)
-    count = subprocess.run(["git", "-C", str(path), "count-objects", "-v"], check=True,
-                           capture_output=True, text=True).stdout
+    count = subprocess.run(
+        ["git", "-C", str(path), "count-objects", "-v"], check=True, capture_output=True, text=True
+    ).stdout
     assert "in-pack: 300" in count
 
 
 def _verify_packs(path: Path) -> None:
     for idx in (path / "objects" / "pack").glob("*.idx"):
-        subprocess.run(["git", "-C", str(path), "verify-pack", str(idx)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(path), "verify-pack", str(idx)], check=True, capture_output=True
+        )
     subprocess.run(["git", "-C", str(path), "fsck", "--strict"], check=True, capture_output=True)
 
 
@@ -77,10 +79,12 @@ def test_roll_up_copies_entries_and_keeps_one_copy_of_each_object(
         writer.flush()
     repo.close()
     _verify_packs(path)
-    count = subprocess.run(["git", "-C", str(path), "count-objects", "-v"], check=True,
-                           capture_output=True, text=True).stdout
-    packed = int(next(line for line in count.splitlines() if line.startswith("in-pack:"))
-                 .split()[1])
+    count = subprocess.run(
+        ["git", "-C", str(path), "count-objects", "-v"], check=True, capture_output=True, text=True
+    ).stdout
+    packed = int(
+        next(line for line in count.splitlines() if line.startswith("in-pack:")).split()[1]
+    )
     copies = len(trees) + 40 + 1  # trees, the 40 distinct blobs, the shared blob
     assert _packs(path) <= MAX_PACKS
     assert packed <= copies + MAX_PACKS  # at most one extra copy per surviving pack
@@ -101,21 +105,39 @@ def test_packs_with_deltas_roll_up_through_the_slow_path(
     shas = [writer.blob((text + f"tail {i}\n").encode()) for i in range(20)]
     files = {f"v{i}": (0o100644, (text + f"tail {i}\n").encode()) for i in range(20)}
     someone = Person("someone", "someone@example.org")
-    head = writer.commit(tree=writer.tree_of(files), parent=None, author=someone,
-                         committer=someone, when=datetime(2026, 1, 1, tzinfo=UTC),
-                         subject="all", trailers=[])
+    head = writer.commit(
+        tree=writer.tree_of(files),
+        parent=None,
+        author=someone,
+        committer=someone,
+        when=datetime(2026, 1, 1, tzinfo=UTC),
+        subject="all",
+        trailers=[],
+    )
     assert writer.move(None, head, b"refs/heads/keep")
     repo.close()
-    subprocess.run(["git", "-C", str(path), "repack", "-adf", "--window=50"], check=True,
-                   capture_output=True)
-    verify = subprocess.run(["git", "-C", str(path), "verify-pack", "-v",
-                             *map(str, (path / "objects" / "pack").glob("*.idx"))],
-                            check=True, capture_output=True, text=True).stdout
+    subprocess.run(
+        ["git", "-C", str(path), "repack", "-adf", "--window=50"], check=True, capture_output=True
+    )
+    verify = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(path),
+            "verify-pack",
+            "-v",
+            *map(str, (path / "objects" / "pack").glob("*.idx")),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert "chain length" in verify  # git made deltas
     rewritten: list[int] = []
     whole = gitpacks._objects
-    monkeypatch.setattr(gitpacks, "_objects", lambda packs: (rewritten.append(len(packs)),
-                                                             whole(packs))[1])
+    monkeypatch.setattr(
+        gitpacks, "_objects", lambda packs: (rewritten.append(len(packs)), whole(packs))[1]
+    )
     repo = Repo(str(path))
     writer = Writer(repo)
     for i in range(MAX_PACKS + 2):  # enough small packs that the big one joins the roll-up

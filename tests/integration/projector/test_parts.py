@@ -96,8 +96,12 @@ async def test_import_makes_the_repo_from_the_log_alone(
     await Projectors(event_log, settings, clock=clock).catch_up()
     repo = KernelRepo(settings.kernel_repo_path)
     assert repo.files("cpu/GEMM/dense/fp32/x1") == [
-        ".kernel_package/bench_result.yaml", ".kernel_package/benchmark.py",
-        ".kernel_package/build_test_env.py", ".kernel_package/desc.yaml", "src/kernel.py"]
+        ".kernel_package/bench_result.yaml",
+        ".kernel_package/benchmark.py",
+        ".kernel_package/build_test_env.py",
+        ".kernel_package/desc.yaml",
+        "src/kernel.py",
+    ]
     assert await event_log.has_object(JUDGES_BUCKET, judge_key("cpu/GEMM/dense/fp32/x2"))
     assert (await run_audit(settings, clock=clock, elog=event_log)).ok
 
@@ -108,21 +112,33 @@ async def test_non_bare_repo_gets_its_checkout_refreshed(
     """A non-bare kernel repo's files follow main after each commit."""
     repo_path = tmp_path / "checkout"
     Repo.init(str(repo_path), mkdir=True, default_branch=b"main").close()
-    mine = Settings(**{**{f: getattr(settings, f) for f in settings.__struct_fields__},
-                       "kernel_repo_path": repo_path})
+    mine = Settings(
+        **{
+            **{f: getattr(settings, f) for f in settings.__struct_fields__},
+            "kernel_repo_path": repo_path,
+        }
+    )
     digest = await store_package(event_log, write_package(tmp_path / "p", KID))
     await submit_and_run(event_log, clock, KID, digest, 2.0)
     await Projectors(event_log, mine, clock=clock).catch_up()
     board = (repo_path / KID / ".kernel_package" / "bench_result.yaml").read_text()
     assert "value: 2.0" in board
-    status = subprocess.run(["git", "-C", str(repo_path), "status", "--porcelain"],
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "-C", str(repo_path), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert status == ""
 
 
 async def test_a_ref_lock_left_by_a_killed_writer_is_removed(
-    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    event_log: EventLog,
+    settings: Settings,
+    clock: Clock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A projector SIGKILLed mid-update leaves `main.lock` (the soak saw its successor stop
     on it). One that stays untouched for `STALE_REF_LOCK_S` is its writer's debris: removed
@@ -181,17 +197,22 @@ async def test_sweeper_fails_tasks_whose_runner_went_quiet(
     """A last attempt with no heartbeat past lease and grace ends failed with runner_lost."""
     clock = Clock()
     digest = await store_package(event_log, write_package(tmp_path / "p", KID))
-    lost = await submit_and_run(event_log, clock, KID, digest, 1.0, stop_after_claim=True,
-                                max_attempts=1)
+    lost = await submit_and_run(
+        event_log, clock, KID, digest, 1.0, stop_after_claim=True, max_attempts=1
+    )
     retry = await submit_and_run(event_log, clock, KID, digest, 1.0, stop_after_claim=True)
     projectors = Projectors(event_log, settings, clock=clock)
     clock.now += timedelta(seconds=60)
     assert await projectors.sweeper.sweep() == [lost]
-    failed = [e for _, e in await event_log.load(aggregate_filter("submission", "cpu", lost))
-              if isinstance(e, SubmissionFailed)]
+    failed = [
+        e
+        for _, e in await event_log.load(aggregate_filter("submission", "cpu", lost))
+        if isinstance(e, SubmissionFailed)
+    ]
     assert failed[0].code == "runner_lost"
     assert fold(await event_log.load(aggregate_filter("submission", "cpu", retry))).status == (
-        "running")
+        "running"
+    )
 
 
 async def test_running_sweeper_follows_the_log_and_fails_a_task_claimed_later(
@@ -216,8 +237,9 @@ async def test_running_sweeper_follows_the_log_and_fails_a_task_claimed_later(
     try:
         await asyncio.sleep(0.3)
         replays_at_start = replays
-        lost = await submit_and_run(event_log, clock, KID, digest, 1.0, stop_after_claim=True,
-                                    max_attempts=1)
+        lost = await submit_and_run(
+            event_log, clock, KID, digest, 1.0, stop_after_claim=True, max_attempts=1
+        )
         clock.now += timedelta(seconds=60)
         assert await _status_within(event_log, lost, "failed", tries=100) == "failed"
         assert replays == replays_at_start  # followed, not replayed each pass
@@ -229,7 +251,10 @@ async def test_running_sweeper_follows_the_log_and_fails_a_task_claimed_later(
 
 
 async def test_cli_index_at_and_audit_exit_codes(
-    nats_server: EmbeddedServer, event_log: EventLog, settings: Settings, clock: Clock,
+    nats_server: EmbeddedServer,
+    event_log: EventLog,
+    settings: Settings,
+    clock: Clock,
     tmp_path: Path,
 ) -> None:
     """`kz index --at` rewinds the leaderboard; `kz audit` exits 0 clean, 1 on a moved branch."""
@@ -237,13 +262,24 @@ async def test_cli_index_at_and_audit_exit_codes(
     for value in (3.0, 1.0):
         await submit_and_run(event_log, clock, KID, digest, value)
     await Projectors(event_log, settings, clock=clock).catch_up()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KZ_NATS_URL": nats_server.url,
-           "KZ_KERNEL_REPO_PATH": str(settings.kernel_repo_path),
-           "KZ_DATA_DIR": str(settings.data_dir), "KZ_INDEX_PATH": str(tmp_path / "index.json")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "KZ_NATS_URL": nats_server.url,
+        "KZ_KERNEL_REPO_PATH": str(settings.kernel_repo_path),
+        "KZ_DATA_DIR": str(settings.data_dir),
+        "KZ_INDEX_PATH": str(tmp_path / "index.json"),
+    }
 
     def kz(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kz_cli.main", *args], env=env, cwd=ROOT,
-                              capture_output=True, text=True, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "kz_cli.main", *args],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
 
     accepted = await event_log.load("kz.ev.submission.*.*.accepted")
     past = await asyncio.to_thread(kz, "index", "--at", str(accepted[0][0]))
@@ -251,8 +287,10 @@ async def test_cli_index_at_and_audit_exit_codes(
     assert json.loads(past.stdout)["kernels"][0]["best"]["value"] == 3.0
     clean = await asyncio.to_thread(kz, "audit")
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    subprocess.run(["git", "-C", str(settings.kernel_repo_path), "update-ref", "refs/heads/main",
-                    "main~1"], check=True)
+    subprocess.run(
+        ["git", "-C", str(settings.kernel_repo_path), "update-ref", "refs/heads/main", "main~1"],
+        check=True,
+    )
     moved = await asyncio.to_thread(kz, "audit")
     assert moved.returncode == 1 and "DIVERGENCE" in moved.stdout
     assert json.loads((settings.data_dir / "audit.json").read_text())["ok"] is False

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.integration
 
 
 def _git(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                          check=True)
+    return subprocess.run(
+        ["git", "-C", str(path), *args], capture_output=True, text=True, check=True
+    )
 
 
 def test_objects_are_fsynced_and_git_reads_the_repo_quietly(
@@ -37,8 +38,15 @@ def test_objects_are_fsynced_and_git_reads_the_repo_quietly(
     monkeypatch.setattr(gitpacks.os, "fsync", fsync)
     writer = Writer(repo)
     who = Person("kernel zoo", "bot@kernel-zoo.invalid")
-    commit = writer.commit(tree=writer.add(Tree()), parent=None, author=who, committer=who,
-                           when=datetime(2026, 11, 30, tzinfo=UTC), subject="empty", trailers=[])
+    commit = writer.commit(
+        tree=writer.add(Tree()),
+        parent=None,
+        author=who,
+        committer=who,
+        when=datetime(2026, 11, 30, tzinfo=UTC),
+        subject="empty",
+        trailers=[],
+    )
     assert writer.move(None, commit)
 
     # the pack and its index, under the temporary names they have until renamed into place

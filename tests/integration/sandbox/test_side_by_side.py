@@ -128,7 +128,9 @@ def test_a_challenger_cannot_load_the_machine_while_the_incumbent_is_timed(
     incumbent is timed, so the incumbent is measured on a quiet machine, the challenger is
     not judged faster, and its thread is flagged."""
     same = KERNEL.format(times=3)
-    saboteur = same + """
+    saboteur = (
+        same
+        + """
 import threading
 
 def _spin():
@@ -138,6 +140,7 @@ def _spin():
 threading.Thread(target=_spin, daemon=True).start()
 print("TRIED sabotage", flush=True)
 """
+    )
     outcome = judge_package(
         JUDGE, {"kernel.py": saboteur}, incumbent={"kernel.py": same}, baseline=BASELINE
     )

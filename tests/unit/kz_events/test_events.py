@@ -83,7 +83,8 @@ SAMPLES: dict[str, Event] = {
         message="faster softmax",
         idempotency_key="k-1",
         summary=PackageSummary(
-            title="Row softmax", language="triton",
+            title="Row softmax",
+            language="triton",
             metric={"name": "latency", "unit": "us", "better": "lower"},
         ),
         tripwire=[TripwireHit(code="gc", path="src/k.py", line=3, message="uses gc")],

@@ -79,6 +79,17 @@ outcomes = st.sampled_from(
 values = st.sampled_from([1.5, 0.0, float("nan"), "fast", None])
 
 
+# Preconditions are named functions, not lambdas: hypothesis describes a lambda by parsing its
+# source, and CPython 3.11.7's AST constructor can fail that parse with a spurious SystemError
+# (its recursion-depth bookkeeping), which hypothesis then reports as a flaky test.
+def _running(machine: SubmissionMachine) -> bool:
+    return machine.state.status is S.RUNNING
+
+
+def _has_results(machine: SubmissionMachine) -> bool:
+    return bool(machine.results)
+
+
 class SubmissionMachine(RuleBasedStateMachine):
     """Random commands against one submission; each decision is applied as the log would."""
 
@@ -156,7 +167,7 @@ class SubmissionMachine(RuleBasedStateMachine):
         attempt = self.state.attempt + delta
         self.apply(Claim(meta=self.meta(runner), runner_id=runner, lease_id=lease, attempt=attempt))
 
-    @precondition(lambda self: self.state.status is S.RUNNING)
+    @precondition(_running)
     @rule(
         current=st.sampled_from([True, True, True, False]),
         runner=runners,
@@ -184,7 +195,7 @@ class SubmissionMachine(RuleBasedStateMachine):
             )
         )
 
-    @precondition(lambda self: bool(self.results))
+    @precondition(_has_results)
     @rule(pick=st.integers(0, 10), spec=st.sampled_from([SPEC, None]))
     def judge(self, pick: int, spec: MetricSpec | None) -> None:
         seqs = sorted(self.results)

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.unit
 
 def _result(**changes: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "schema_version": 1, "accepted": True, "reason": "1.3x faster than current best",
+        "schema_version": 1,
+        "accepted": True,
+        "reason": "1.3x faster than current best",
         "metric": {"name": "latency", "unit": "us", "better": "lower", "value": 12.5},
         "workloads": [{"name": "w", "value": 12.5, "stats": {"median": 12.5, "samples": 3}}],
         "correctness": {"passed": True, "checks": [{"name": "w", "passed": True}]},
@@ -33,19 +35,30 @@ def test_valid_result_round_trips_from_bytes() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b"{not json", "invalid result document: result: must be JSON: "
-         "JSON is malformed: object keys must be strings (byte 1)"),
+        (
+            b"{not json",
+            "invalid result document: result: must be JSON: "
+            "JSON is malformed: object keys must be strings (byte 1)",
+        ),
         (b"[1]", "invalid result document: result: must be a JSON object, got list"),
-        (_result(accepted="yes"), "invalid result document: result: accepted: must be a "
-         'boolean, got a string "yes"'),
-        (_result(correctness={"passed": False, "checks": []}),
-         "invalid result document: result: correctness.passed: must be true when accepted is "
-         "true, got false"),
-        (_result(metric={"name": "latency", "unit": "us", "better": "lower", "value": None}),
-         "invalid result document: result: metric.value: must be a number when accepted is "
-         "true, got null"),
-        (_result(metric={"name": "l", "unit": "us", "better": "lower", "value": float("nan")}),
-         "invalid result document: result: metric.value: must be a finite number, got nan"),
+        (
+            _result(accepted="yes"),
+            'invalid result document: result: accepted: must be a boolean, got a string "yes"',
+        ),
+        (
+            _result(correctness={"passed": False, "checks": []}),
+            "invalid result document: result: correctness.passed: must be true when accepted is "
+            "true, got false",
+        ),
+        (
+            _result(metric={"name": "latency", "unit": "us", "better": "lower", "value": None}),
+            "invalid result document: result: metric.value: must be a number when accepted is "
+            "true, got null",
+        ),
+        (
+            _result(metric={"name": "l", "unit": "us", "better": "lower", "value": float("nan")}),
+            "invalid result document: result: metric.value: must be a finite number, got nan",
+        ),
     ],
 )
 def test_bad_result_documents_are_refused(data: Any, message: str) -> None:
@@ -56,8 +69,9 @@ def test_bad_result_documents_are_refused(data: Any, message: str) -> None:
     assert caught.value.message == message
 
 
-def _package(root: Path, *, benchmark: str = "b", build: str = "e", better: str = "lower",
-             title: str = "T") -> Path:
+def _package(
+    root: Path, *, benchmark: str = "b", build: str = "e", better: str = "lower", title: str = "T"
+) -> Path:
     meta = root / ".kernel_package"
     meta.mkdir(parents=True)
     (meta / "benchmark.py").write_text(benchmark)
@@ -76,8 +90,10 @@ def _package(root: Path, *, benchmark: str = "b", build: str = "e", better: str 
         ({"benchmark": "b2"}, ["benchmark.py"]),
         ({"build": "e2"}, ["build_test_env.py"]),
         ({"better": "higher"}, ["desc.yaml:metric"]),
-        ({"benchmark": "x", "build": "y", "better": "higher"},
-         ["benchmark.py", "build_test_env.py", "desc.yaml:metric"]),
+        (
+            {"benchmark": "x", "build": "y", "better": "higher"},
+            ["benchmark.py", "build_test_env.py", "desc.yaml:metric"],
+        ),
     ],
 )
 def test_judge_changes_names_changed_judge_parts(

@@ -33,10 +33,18 @@ KID = "cpu/Norm/RMSNorm/fp32/numpy_ref"
 
 def _board_doc() -> dict[str, Any]:
     result = _document(True, 12.5, KID)
-    item = Accepted(seq=7, submission_id="00000000-0000-4000-8000-000000000001",
-                    submitter="alice", runner_id="r1", digest="ab" * 32, value=12.5,
-                    at="2026-01-01T00:00:00Z", result=result, environment={"device": "cpu"},
-                    commit="c" * 40)
+    item = Accepted(
+        seq=7,
+        submission_id="00000000-0000-4000-8000-000000000001",
+        submitter="alice",
+        runner_id="r1",
+        digest="ab" * 32,
+        value=12.5,
+        at="2026-01-01T00:00:00Z",
+        result=result,
+        environment={"device": "cpu"},
+        commit="c" * 40,
+    )
     metric = {"name": "latency", "unit": "us", "better": "lower"}
     return scoreboard(board_accept(Board(kernel_id=KID, metric=metric), item, metric))
 
@@ -48,16 +56,46 @@ SEEDS: dict[str, list[Any]] = {
         load_yaml((EXAMPLE / "bench_result.yaml").read_text(), path="bench_result.yaml"),
         _board_doc(),
     ],
-    "submission_form": [{"kernel_id": KID, "submitter_id": "alice", "base_commit": "a" * 40,
-                         "message": "faster"}],
+    "submission_form": [
+        {"kernel_id": KID, "submitter_id": "alice", "base_commit": "a" * 40, "message": "faster"}
+    ],
 }
 
 ODD_VALUES = [
-    None, True, False, 0, -1, 1, 2**70, 1.5, -0.0, math.nan, math.inf, "", "x", "x" * 300,
-    "a" * 40, "a" * 40 + "\n", "A" * 40, "cpu/a/b/c/d", "cpu/a/b/c", "cpu/a/b/c/d/e", "../a/b/c/d",
-    "lower", "higher", "faster", "2026-01-01T00:00:00Z", "2026-13-01T00:00:00Z", "2026-01-01",
-    datetime(2026, 1, 1, tzinfo=UTC).isoformat(), "00000000-0000-4000-8000-000000000001",
-    "00000000000040008000000000000001", [], [1], {}, {"x": 1},
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    2**70,
+    1.5,
+    -0.0,
+    math.nan,
+    math.inf,
+    "",
+    "x",
+    "x" * 300,
+    "a" * 40,
+    "a" * 40 + "\n",
+    "A" * 40,
+    "cpu/a/b/c/d",
+    "cpu/a/b/c",
+    "cpu/a/b/c/d/e",
+    "../a/b/c/d",
+    "lower",
+    "higher",
+    "faster",
+    "2026-01-01T00:00:00Z",
+    "2026-13-01T00:00:00Z",
+    "2026-01-01",
+    datetime(2026, 1, 1, tzinfo=UTC).isoformat(),
+    "00000000-0000-4000-8000-000000000001",
+    "00000000000040008000000000000001",
+    [],
+    [1],
+    {},
+    {"x": 1},
 ]
 
 

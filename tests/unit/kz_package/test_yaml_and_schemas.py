@@ -12,7 +12,9 @@ pytestmark = pytest.mark.unit
 def test_plain_yaml_loads_as_json_data() -> None:
     """Mappings, lists and scalars load; dates stay strings so the data is JSON."""
     assert load_yaml("a: 1\nb: [x, 2.5]\nwhen: 2024-01-01\n", path="f.yaml") == {
-        "a": 1, "b": ["x", 2.5], "when": "2024-01-01",
+        "a": 1,
+        "b": ["x", 2.5],
+        "when": "2024-01-01",
     }
 
 
@@ -20,8 +22,10 @@ def test_plain_yaml_loads_as_json_data() -> None:
     ("text", "message"),
     [
         ("a: &x 1\nb: *x\n", "f.yaml: line 1: anchors are not allowed (found &x)"),
-        ("a: !!binary aGk=\n", "f.yaml: line 1: explicit tags are not allowed "
-         "(found tag:yaml.org,2002:binary)"),
+        (
+            "a: !!binary aGk=\n",
+            "f.yaml: line 1: explicit tags are not allowed (found tag:yaml.org,2002:binary)",
+        ),
         ("no: 1\n", "f.yaml: line 1: mapping keys must be strings, got bool False (quote it)"),
         ("a: 1\n---\nb: 2\n", "f.yaml: line 2: not valid YAML: but found another document"),
     ],
@@ -39,9 +43,15 @@ def test_yaml_size_limit_applies_before_parsing() -> None:
     with pytest.raises(PackageError) as caught:
         load_yaml("a: [" * 100, path="f.yaml", limits=Limits(max_yaml_bytes=10))
     assert caught.value.code == "package_too_large"
-    assert caught.value.details == {"problems": [{
-        "path": "f.yaml", "field": "", "message": "YAML file must be at most 10 bytes, got 400",
-    }]}
+    assert caught.value.details == {
+        "problems": [
+            {
+                "path": "f.yaml",
+                "field": "",
+                "message": "YAML file must be at most 10 bytes, got 400",
+            }
+        ]
+    }
 
 
 def test_schema_problems_read_like_the_issue() -> None:
@@ -67,6 +77,7 @@ def test_every_schema_accepts_its_own_examples() -> None:
 
 def test_every_schema_field_has_a_description() -> None:
     """Every property of every schema carries a description."""
+
     def walk(node: object, where: str) -> list[str]:
         missing: list[str] = []
         if isinstance(node, dict):

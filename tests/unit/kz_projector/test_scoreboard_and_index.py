@@ -48,26 +48,45 @@ SUMMARY = PackageSummary(title="T", language="python", metric=METRIC)
 
 
 def _result(value: float) -> dict[str, Any]:
-    return {"schema_version": 1, "accepted": True, "reason": "ok",
-            "metric": {**METRIC, "value": value},
-            "workloads": [{"name": "w", "value": value,
-                           "stats": {"median": value, "samples": [value], "p10": value,
-                                     "p90": value}}],
-            "correctness": {"passed": True, "checks": [{"name": "w", "passed": True}]},
-            "environment": {"device": "cpu"}}
+    return {
+        "schema_version": 1,
+        "accepted": True,
+        "reason": "ok",
+        "metric": {**METRIC, "value": value},
+        "workloads": [
+            {
+                "name": "w",
+                "value": value,
+                "stats": {"median": value, "samples": [value], "p10": value, "p90": value},
+            }
+        ],
+        "correctness": {"passed": True, "checks": [{"name": "w", "passed": True}]},
+        "environment": {"device": "cpu"},
+    }
 
 
 def _accepted(n: int, value: float) -> Accepted:
-    return Accepted(seq=n, submission_id=f"00000000-0000-4000-8000-{n:012d}", submitter="a",
-                    runner_id="r", digest=f"d{n}", value=value, at="2025-01-01T00:00:00Z",
-                    result=_result(value), environment={})
+    return Accepted(
+        seq=n,
+        submission_id=f"00000000-0000-4000-8000-{n:012d}",
+        submitter="a",
+        runner_id="r",
+        digest=f"d{n}",
+        value=value,
+        at="2025-01-01T00:00:00Z",
+        result=_result(value),
+        environment={},
+    )
 
 
-@pytest.mark.parametrize(("better", "values", "best"), [
-    ("lower", [5.0, 3.0, 4.0], 3.0),
-    ("higher", [5.0, 3.0, 7.0], 7.0),
-    ("lower", [2.0, 2.0], 2.0),
-])
+@pytest.mark.parametrize(
+    ("better", "values", "best"),
+    [
+        ("lower", [5.0, 3.0, 4.0], 3.0),
+        ("higher", [5.0, 3.0, 7.0], 7.0),
+        ("lower", [2.0, 2.0], 2.0),
+    ],
+)
 def test_best_follows_the_metric_direction(better: str, values: list[float], best: float) -> None:
     """Best is the extreme value in the metric's direction; current is the latest."""
     board = Board(kernel_id=KID, metric={**METRIC, "better": better})
@@ -92,9 +111,14 @@ def test_disqualification_falls_back_to_the_best_remaining_result() -> None:
 
 def test_imported_seed_competes_with_new_results() -> None:
     """An imported scoreboard's best stays best until a result beats it."""
-    seed = {"schema_version": 1, "kernel_id": KID, "metric": METRIC, "accepted_count": 2,
-            "best": {"value": 2.0, "submission_id": "x", "at": "2024-01-01T00:00:00Z"},
-            "current": {"value": 2.5, "submission_id": "x", "at": "2024-01-01T00:00:00Z"}}
+    seed = {
+        "schema_version": 1,
+        "kernel_id": KID,
+        "metric": METRIC,
+        "accepted_count": 2,
+        "best": {"value": 2.0, "submission_id": "x", "at": "2024-01-01T00:00:00Z"},
+        "current": {"value": 2.5, "submission_id": "x", "at": "2024-01-01T00:00:00Z"},
+    }
     board = board_import(Board(kernel_id=KID), "base", seed, METRIC)
     board = board_accept(board, _accepted(1, 3.0), None)
     assert scoreboard(board)["best"]["value"] == 2.0
@@ -105,28 +129,72 @@ def test_imported_seed_competes_with_new_results() -> None:
 def _events() -> list[Any]:
     base: dict[str, Any] = {"kernel_id": KID, "actor": "a"}
     sids = [f"00000000-0000-4000-8000-{n:012d}" for n in range(3)]
-    out: list[Any] = [KernelImported(event_id="i", occurred_at=T0, package_digest="p0",
-                                     submitter_id="a", **base)]
+    out: list[Any] = [
+        KernelImported(event_id="i", occurred_at=T0, package_digest="p0", submitter_id="a", **base)
+    ]
     for n, sid in enumerate(sids):
         at = T0 + timedelta(minutes=n + 1)
         out += [
-            SubmissionSubmitted(event_id=f"s{n}", occurred_at=at, submission_id=sid,
-                                submitter_id="a", package_digest=f"p{n}", package_size=1, **base),
-            SubmissionClaimed(event_id=f"c{n}", occurred_at=at, submission_id=sid,
-                              runner_id="r", attempt=1, lease_id="l", **base),
-            SubmissionAccepted(event_id=f"a{n}", occurred_at=at, submission_id=sid,
-                               submitter_id="a", runner_id="r", attempt=1,
-                               package_digest=f"p{n}", result=_result(float(5 - n)),
-                               result_seq=1, **base),
-            SubmissionCommitted(event_id=f"m{n}", occurred_at=at, submission_id=sid,
-                                source_commit="a" * 40, bench_result_commit="b" * 40,
-                                accepted_seq=1, **base),
+            SubmissionSubmitted(
+                event_id=f"s{n}",
+                occurred_at=at,
+                submission_id=sid,
+                submitter_id="a",
+                package_digest=f"p{n}",
+                package_size=1,
+                **base,
+            ),
+            SubmissionClaimed(
+                event_id=f"c{n}",
+                occurred_at=at,
+                submission_id=sid,
+                runner_id="r",
+                attempt=1,
+                lease_id="l",
+                **base,
+            ),
+            SubmissionAccepted(
+                event_id=f"a{n}",
+                occurred_at=at,
+                submission_id=sid,
+                submitter_id="a",
+                runner_id="r",
+                attempt=1,
+                package_digest=f"p{n}",
+                result=_result(float(5 - n)),
+                result_seq=1,
+                **base,
+            ),
+            SubmissionCommitted(
+                event_id=f"m{n}",
+                occurred_at=at,
+                submission_id=sid,
+                source_commit="a" * 40,
+                bench_result_commit="b" * 40,
+                accepted_seq=1,
+                **base,
+            ),
         ]
-    out.append(SubmissionDisqualified(event_id="d", occurred_at=T0 + timedelta(hours=1),
-                                      submission_id=sids[2], reason="cheat", **base))
-    out.append(SubmissionSubmitted(event_id="q", occurred_at=T0 + timedelta(hours=2),
-                                   submission_id="00000000-0000-4000-8000-000000000009",
-                                   submitter_id="b", package_digest="p9", package_size=1, **base))
+    out.append(
+        SubmissionDisqualified(
+            event_id="d",
+            occurred_at=T0 + timedelta(hours=1),
+            submission_id=sids[2],
+            reason="cheat",
+            **base,
+        )
+    )
+    out.append(
+        SubmissionSubmitted(
+            event_id="q",
+            occurred_at=T0 + timedelta(hours=2),
+            submission_id="00000000-0000-4000-8000-000000000009",
+            submitter_id="b",
+            package_digest="p9",
+            package_size=1,
+            **base,
+        )
+    )
     return out
 
 
@@ -193,11 +261,14 @@ def test_lost_tasks_are_last_attempts_quiet_past_lease_and_grace() -> None:
     assert lost_tasks(tasks, {}, T0 + timedelta(seconds=10), lease_s=15, grace_s=15) == []
 
 
-@pytest.mark.parametrize("doc", [
-    {"schema_version": 1, "kernel_id": KID},
-    {"a": [{"b": 1.5e-07, "c": "yes"}, {"d": None, "e": True}], "f": [], "g": {}, "on": "x"},
-    {"s": "line\nbreak: # \"quoted\" ü", "n": -3, "x": 1e20, "list": [1, "2", 3.0]},
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"schema_version": 1, "kernel_id": KID},
+        {"a": [{"b": 1.5e-07, "c": "yes"}, {"d": None, "e": True}], "f": [], "g": {}, "on": "x"},
+        {"s": 'line\nbreak: # "quoted" ü', "n": -3, "x": 1e20, "list": [1, "2", 3.0]},
+    ],
+)
 def test_rendered_yaml_loads_back_to_the_same_data(doc: dict[str, Any]) -> None:
     """The scoreboard's YAML reads back, through the strict package loader, as the same data."""
     assert load_yaml(render_yaml(doc), path="bench_result.yaml") == doc
@@ -208,29 +279,42 @@ def _workload(name: str, median: float, p10: float, p90: float) -> dict[str, Any
 
 
 def test_the_spread_of_a_headline_that_is_one_workloads_value_is_that_workloads() -> None:
-    result = {"metric": {**METRIC, "value": 300.0},
-              "workloads": [_workload("small", 100.0, 90.0, 120.0),
-                            _workload("large", 300.0, 280.0, 330.0)]}
+    result = {
+        "metric": {**METRIC, "value": 300.0},
+        "workloads": [
+            _workload("small", 100.0, 90.0, 120.0),
+            _workload("large", 300.0, 280.0, 330.0),
+        ],
+    }
     assert headline_spread(result) == (280.0, 330.0)
 
 
 def test_the_spread_of_an_aggregate_headline_scales_the_workloads_ratios() -> None:
     """A geometric mean of medians gets the geometric mean of each workload's p10/median and
     p90/median: the board compares and ties by it, so it must bracket the headline."""
-    result = {"metric": {**METRIC, "value": 200.0},  # geomean of 100 and 400
-              "workloads": [_workload("small", 100.0, 81.0, 144.0),
-                            _workload("large", 400.0, 400.0, 400.0)]}
+    result = {
+        "metric": {**METRIC, "value": 200.0},  # geomean of 100 and 400
+        "workloads": [
+            _workload("small", 100.0, 81.0, 144.0),
+            _workload("large", 400.0, 400.0, 400.0),
+        ],
+    }
     p10, p90 = headline_spread(result)
     assert p10 == pytest.approx(200.0 * 0.9) and p90 == pytest.approx(200.0 * 1.2)
     assert p10 <= 200.0 <= p90
 
 
-@pytest.mark.parametrize("workloads", [
-    [],
-    [{"name": "w", "value": 1.0}],
-    [_workload("w", 0.0, 0.0, 0.0)],
-    [{"name": "w", "value": 1.0, "stats": {"median": 1.0, "p10": None, "p90": 2.0}}],
-])
+@pytest.mark.parametrize(
+    "workloads",
+    [
+        [],
+        [{"name": "w", "value": 1.0}],
+        [_workload("w", 0.0, 0.0, 0.0)],
+        [{"name": "w", "value": 1.0, "stats": {"median": 1.0, "p10": None, "p90": 2.0}}],
+    ],
+)
 def test_a_headline_without_usable_stats_has_no_spread(workloads: list[Any]) -> None:
     assert headline_spread({"metric": {**METRIC, "value": 2.0}, "workloads": workloads}) == (
-        None, None)
+        None,
+        None,
+    )

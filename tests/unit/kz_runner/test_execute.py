@@ -80,7 +80,10 @@ def test_the_steps_get_the_contract_environment(tmp_path: Path) -> None:
     assert build.argv[1:] == ("-I", "/kz/judge/build_test_env.py")
     assert build.workdir == workdir and "KZ_SEED" not in build.env
     assert bench.argv[1:] == (
-        "-I", "/kz/harness/kz_harness/launch.py", "judge", "/kz/judge/benchmark.py"
+        "-I",
+        "/kz/harness/kz_harness/launch.py",
+        "judge",
+        "/kz/judge/benchmark.py",
     )
     env = bench.env
     assert env["KZ_KERNEL_ID"] == "sm90/GEMM/dense/fp8/t" and env["KZ_ARCH"] == "sm90"

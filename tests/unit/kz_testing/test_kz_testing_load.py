@@ -12,7 +12,6 @@ from kz_testing import filesystem_of, scratch_base
 pytestmark = pytest.mark.unit
 
 
-
 def test_filesystem_is_the_longest_mount_prefix() -> None:
     """A path takes the type of the deepest mount point above it, as the mount table says."""
     table = Path("/proc/self/mounts").read_text().splitlines()

@@ -79,5 +79,10 @@ def test_stop_kills_what_ignores_sigterm(tmp_path: Path) -> None:
 def test_kz_argv_runs_kz_with_this_interpreter() -> None:
     """`kz_argv` needs no `kz` on PATH: it runs the CLI module with the current Python."""
     assert kz_argv("api", "--port", "1") == [
-        sys.executable, "-m", "kz_cli.main", "api", "--port", "1"
+        sys.executable,
+        "-m",
+        "kz_cli.main",
+        "api",
+        "--port",
+        "1",
     ]

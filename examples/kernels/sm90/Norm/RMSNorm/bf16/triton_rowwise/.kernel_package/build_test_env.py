@@ -31,8 +31,10 @@ def main() -> int:
     x = torch.randn(4, 256, device="cuda", dtype=torch.bfloat16)
     rmsnorm(x, torch.ones(256, device="cuda", dtype=torch.bfloat16))
     torch.cuda.synchronize()
-    print(f"ready: torch {torch.__version__}, triton {triton.__version__}, "
-          f"{torch.cuda.get_device_name()}")
+    print(
+        f"ready: torch {torch.__version__}, triton {triton.__version__}, "
+        f"{torch.cuda.get_device_name()}"
+    )
     return 0
 
 
