@@ -536,6 +536,7 @@ def rmsnorm(x, w):
     outcome = judge_package(JUDGE, {"kernel.py": cheat})
     _tried(outcome, "no_work")
     result = _rejected(outcome)
-    for workload in result["workloads"]:  # the channel's cost is not counted as the kernel's
-        assert workload["stats"]["median"] < 0.5 * workload["channel_overhead"], workload
+    for workload in result["workloads"]:  # the channel's cost is not counted as the kernel's:
+        # a raw wall time would be at least the no-op's; what is left is noise around zero
+        assert workload["stats"]["median"] < workload["channel_overhead"], workload
     assert "below_channel_floor" in _flags(outcome)
