@@ -18,6 +18,7 @@ import os
 import platform
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from kz_runner.backends.base import (
     StepSpec,
 )
 from kz_runner.limits import StepLimits
+from kz_runner.redact import path_redactor
 from kz_runner.supervisor import HARNESS_INSIDE, HOME_INSIDE, Supervisor
 from kz_runner.workdir import remove_tree
 
@@ -352,9 +354,39 @@ def execute_task(
     cancelled: Cancelled | None = None,
     validate_result: ValidateResult,
 ) -> TaskOutcome:
-    """Run the task's build step then its judge in `backend`; see the module docstring."""
-    run = _Run(spec, backend, cancelled)
+    """Run the task's build step then its judge in `backend`; see the module docstring. The
+    log names the task's folders by stable names, never by their host paths."""
     harness = harness_root(spec.harness_path)
+    outcome = _execute(spec, backend, harness, cancelled, validate_result)
+    return replace(outcome, log=_host_paths(spec, harness)(outcome.log))
+
+
+def _host_paths(spec: TaskSpec, harness: Path) -> Callable[[bytes], bytes]:
+    """What a step may print of the host (its cwd, a traceback's frames) and the names the
+    log shows instead."""
+    work = spec.workdir
+    names = {
+        work: "<work>",
+        work.parent: "<task>",
+        Path(f"{work.resolve()}.kz") / "judge": JUDGE_INSIDE,
+        harness: HARNESS_INSIDE,
+        spec.harness_path: "<kz>",
+    }
+    if spec.incumbent is not None:
+        names[spec.incumbent] = "<incumbent>"
+    if sys.prefix != sys.base_prefix:  # the runner's virtual environment
+        names[Path(sys.prefix)] = "<venv>"
+    return path_redactor(names)
+
+
+def _execute(
+    spec: TaskSpec,
+    backend: Backend,
+    harness: Path,
+    cancelled: Cancelled | None,
+    validate_result: ValidateResult,
+) -> TaskOutcome:
+    run = _Run(spec, backend, cancelled)
     if _script_missing(spec.workdir, _BUILD):
         return run.outcome("build_failed", f"{_BUILD} is missing")
     if _script_missing(spec.workdir, _BENCHMARK):

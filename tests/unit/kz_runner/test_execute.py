@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +156,37 @@ def test_a_validator_refusal_is_an_invalid_result(tmp_path: Path) -> None:
 
     outcome = execute_task(_spec(_package(tmp_path)), StubBackend(), validate_result=refuse)
     assert outcome.reason == "invalid_result" and "metric does not fit" in outcome.message
+
+
+class TracebackBackend(StubBackend):
+    """The stub, whose build step fails printing what a real one prints of the host: its
+    cwd, a traceback through its own files and the runner's Python, the judge's folder."""
+
+    def run(self, step: StepSpec, *, cancelled: Any = None) -> StepResult:
+        if not any(arg.endswith("build_test_env.py") for arg in step.argv):
+            return super().run(step, cancelled=cancelled)
+        judge = next(b.host for b in step.binds if b.inside == "/kz/judge")
+        output = (
+            f"cwd {step.workdir.resolve()}\n"
+            "Traceback (most recent call last):\n"
+            f'  File "{judge}/build_test_env.py", line 3, in <module>\n'
+            f'  File "{step.workdir}/src/kernel.py", line 1, in <module>\n'
+            f'  File "{sys.prefix}/lib/python3.11/site-packages/numpy/core.py", line 9\n'
+            f"ImportError: no {step.workdir}2 either\n"
+        )
+        return replace(super().run(step, cancelled=cancelled), exit_code=1, output=output.encode())
+
+
+def test_the_log_names_the_task_folders_instead_of_host_paths(tmp_path: Path) -> None:
+    """A step printing the host's paths leaves stable names in the log: `<work>/src/...`,
+    `/kz/judge/...`, `<venv>/...` (when the runner runs in one); no host path is stored."""
+    workdir = _package(tmp_path / "runner" / "task-1234")
+    outcome = execute_task(_spec(workdir), TracebackBackend(), validate_result=check)
+    log = outcome.log.decode()
+    assert outcome.reason == "build_failed"
+    assert str(tmp_path) not in log and str(tmp_path.resolve()) not in log
+    assert "cwd <work>\n" in log
+    assert 'File "<work>/src/kernel.py"' in log and 'File "/kz/judge/build_test_env.py"' in log
+    assert "no <task>/pkg2 either" in log  # a sibling is not taken for the work dir
+    if sys.prefix != sys.base_prefix:
+        assert 'File "<venv>/lib/python3.11/' in log and sys.prefix not in log
