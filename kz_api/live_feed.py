@@ -18,8 +18,8 @@ from collections.abc import AsyncGenerator
 import msgspec
 from litestar.response import ServerSentEventMessage
 
-from kz_events.eventlog import EventLog
 from kz_events.events import UnknownEvent, encode_event
+from kz_events.port import LogPort
 
 __all__ = ["CATCH_UP_BATCH", "KEEPALIVE_S", "EventHub", "event_stream"]
 
@@ -124,7 +124,7 @@ class EventHub:
 
 
 async def _from_log(
-    log: EventLog, cursor: int, upto: int
+    log: LogPort, cursor: int, upto: int
 ) -> AsyncGenerator[tuple[int, ServerSentEventMessage], None]:
     records = log.replay_raw(cursor + 1, upto=upto, batch=CATCH_UP_BATCH)
     async with contextlib.aclosing(records):
@@ -133,7 +133,7 @@ async def _from_log(
 
 
 async def _pending(
-    hub: EventHub, log: EventLog, cursor: int
+    hub: EventHub, log: LogPort, cursor: int
 ) -> AsyncGenerator[tuple[int, ServerSentEventMessage], None]:
     """What follows `cursor` now: from the ring, or from the log when the ring is past it."""
     ring = hub.since(cursor)
@@ -150,7 +150,7 @@ async def _pending(
 
 
 async def event_stream(
-    hub: EventHub, log: EventLog, after: int, limit: int | None
+    hub: EventHub, log: LogPort, after: int, limit: int | None
 ) -> AsyncGenerator[ServerSentEventMessage, None]:
     """Events after `after` (at most `limit`), then keep-alive comments while none come."""
     hub.streams += 1

@@ -9,9 +9,6 @@ import asyncio
 import hmac
 import uuid
 
-import nats.errors
-from nats.aio.msg import Msg
-
 from kz_api.auth import RUNNER_KEY_ACTOR, RunnerAuth
 from kz_api.context import ApiContext
 from kz_api.errors import ApiError
@@ -38,11 +35,10 @@ from kz_events.lifecycle import (
     decide,
     fold,
 )
+from kz_events.port import Settle, TaskMessage, lease_signs
 from kz_events.subjects import (
-    EVENTS_STREAM,
     LOGS_BUCKET,
     aggregate_filter,
-    consumer_name,
     encode_token,
 )
 from kz_package import validate_result_document
@@ -58,30 +54,17 @@ __all__ = [
 ]
 
 LOG_CAP = 4 * 1024 * 1024
-ACK, IN_PROGRESS, NAK = b"+ACK", b"+WPI", b"-NAK"
 HAND_BACK_PHASE = "handed_back"  # a heartbeat in this phase gives the task back at once
 
 
-async def _consumer(ctx: ApiContext, arch: str) -> str:
+async def _fetch_one(ctx: ApiContext, arch: str, wait_s: float) -> TaskMessage | None:
     if arch not in ctx.task_consumers:
         settings = ctx.settings
         await ctx.log.ensure_task_consumer(
             arch, lease_s=settings.lease_s, max_attempts=settings.max_attempts
         )
         ctx.task_consumers.add(arch)
-    return consumer_name(arch)
-
-
-async def _fetch_one(ctx: ApiContext, arch: str, wait_s: float) -> Msg | None:
-    durable = await _consumer(ctx, arch)
-    psub = await ctx.log.js.pull_subscribe_bind(durable=durable, stream=EVENTS_STREAM)
-    try:
-        msgs = await psub.fetch(1, timeout=max(wait_s, 0.05))
-    except nats.errors.TimeoutError:
-        return None
-    finally:
-        await psub.unsubscribe()
-    return msgs[0] if msgs else None
+    return await ctx.log.next_task(arch, wait_s)
 
 
 def _runner_filter(runner_id: str) -> str:
@@ -125,17 +108,17 @@ async def register_runner(ctx: ApiContext, auth: RunnerAuth, event: RunnerRegist
 
 
 async def _try_claim(
-    ctx: ApiContext, msg: Msg, runner_id: str, auth: RunnerAuth
+    ctx: ApiContext, msg: TaskMessage, runner_id: str, auth: RunnerAuth
 ) -> TaskOffer | None:
-    event = checked_event(str(msg.subject), msg.data)
+    event = checked_event(msg.subject, msg.data)
     if not isinstance(event, SubmissionSubmitted):
-        await msg.term()
+        await ctx.log.settle_task(msg.reply, Settle.TERM)
         return None
     arch = KernelId.parse(event.kernel_id).arch
     subject = aggregate_filter("submission", arch, event.submission_id)
     state = fold(await ctx.log.load(subject))
     attempt = state.attempt + 1  # counted from the log, not by deliveries (kz_runner.native)
-    seen, phase = await ctx.log.lease_signs(arch, event.submission_id, state.lease_id)
+    seen, phase = await lease_signs(ctx.log, arch, event.submission_id, state.lease_id)
     lease_id = str(uuid.uuid4())
     try:
         events = decide(
@@ -152,11 +135,14 @@ async def _try_claim(
         )
         await append_seen(ctx, events, expect=state.version, expect_on=subject)
     except ConcurrencyConflict:
-        await msg.nak()
+        await ctx.log.settle_task(msg.reply, Settle.NAK)
         return None
     except RuleViolation:
         # Never ack open work away: it may be the only copy of the task (kz_runner.native).
-        await (msg.nak(delay=ctx.settings.lease_s) if state.status in OPEN else msg.ack())
+        if state.status in OPEN:
+            await ctx.log.settle_task(msg.reply, Settle.NAK, delay_s=ctx.settings.lease_s)
+        else:
+            await ctx.log.settle_task(msg.reply, Settle.ACK)
         return None
     claim = LeaseClaim(
         submission_id=event.submission_id,
@@ -165,7 +151,7 @@ async def _try_claim(
         lease_id=lease_id,
         runner_id=runner_id,
         key_id=auth.key_id,
-        reply=str(msg.reply),
+        reply=msg.reply,
     )
     base = f"/api/runner/tasks/{event.submission_id}"
     settings = ctx.settings
@@ -266,9 +252,9 @@ async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -
     if handing_back:
         # The runner is shutting down: give the task back at once for another runner (the
         # released heartbeat lets that runner take it without waiting for the lease to lapse).
-        await ctx.log.nc.publish(claim.reply, NAK)
+        await ctx.log.settle_task(claim.reply, Settle.NAK)
         return False
-    await ctx.log.nc.publish(claim.reply, IN_PROGRESS)
+    await ctx.log.settle_task(claim.reply, Settle.IN_PROGRESS)
     return False
 
 
@@ -310,6 +296,6 @@ async def report_result(
         seq = await append_seen(ctx, events, expect=state.version, expect_on=subject)
     except ConcurrencyConflict as exc:
         raise ApiError(409, "stale_lease", "the submission moved on; this lease ended") from exc
-    await ctx.log.nc.publish(claim.reply, ACK)
+    await ctx.log.settle_task(claim.reply, Settle.ACK)
     view = ctx.models.submissions[submission_id]
     return str(view.state.status), seq

@@ -32,6 +32,7 @@ from kz_events.errors import ConfigError, LogUnavailable
 from kz_events.server import EmbeddedServer, free_port
 from kz_events.subjects import (
     EVENTS_STREAM,
+    EXHAUSTED_ADVISORY,
     JUDGES_BUCKET,
     LIVE_STREAM,
     LOGS_BUCKET,
@@ -57,7 +58,7 @@ JUDGES = JUDGES_BUCKET
 ACCOUNT = "KZ"
 SYSTEM_USER = "sys"
 SERVICE_USERS = ("admin", "api", "projector")
-SWEEPER_ADVISORY = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{EVENTS}.*"
+SWEEPER_ADVISORY = EXHAUSTED_ADVISORY
 """What the sweeper listens on: a task that used up its deliveries (kz_projector.sweeper)."""
 
 _ENV_REFERENCE = re.compile(r"\$[A-Z_][A-Z0-9_]*")

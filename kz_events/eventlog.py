@@ -12,10 +12,10 @@ import contextlib
 import functools
 import hashlib
 import io
+import json
 import logging
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -46,7 +46,6 @@ from tenacity import (
 from kz_events.errors import ConcurrencyConflict, LogUnavailable, ObjectNotFound
 from kz_events.events import (
     Event,
-    TaskHeartbeat,
     UnknownEvent,
     checked_event,
     encode_event,
@@ -60,30 +59,34 @@ from kz_events.objects import (
     put_new_object,
     read_small_object,
 )
-from kz_events.reader import BatchReader, Record
+from kz_events.port import Record, Settle, Stored, TaskMessage
+from kz_events.reader import BatchReader
 from kz_events.screen import Screen
 from kz_events.subjects import (
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
+    EXHAUSTED_ADVISORY,
     JUDGES_BUCKET,
     LIVE_STREAM,
     LIVE_SUBJECTS,
     LOGS_BUCKET,
     PACKAGES_BUCKET,
     consumer_name,
-    live_subject,
     submitted_filter,
 )
 
-__all__ = ["EventLog", "LogOptions", "Stored", "take"]
+__all__ = ["TRANSIENT", "EventLog", "LogOptions", "Stored", "take"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+_SETTLE_PAYLOADS = {
+    Settle.ACK: b"+ACK",
+    Settle.NAK: b"-NAK",
+    Settle.IN_PROGRESS: b"+WPI",
+    Settle.TERM: b"+TERM",
+}
 CLOSE_S = 5.0  # the most a close waits on the client library
-
-Stored = tuple[int, Event | UnknownEvent]
-"""An event with its stream sequence."""
 
 TRANSIENT = (
     nats.errors.TimeoutError,
@@ -305,18 +308,6 @@ class EventLog:
             return None
         return checked_event(str(msg.subject), msg.data or b"")
 
-    async def lease_signs(
-        self, arch: str, submission_id: str, lease_id: str | None
-    ) -> tuple[datetime | None, str]:
-        """When the newest heartbeat of the lease `lease_id` on a task was sent (None: there is
-        none), and its phase (the runner's "released" when it handed the task back)."""
-        if lease_id is None:
-            return None, ""
-        beat = await self.last_live(live_subject("task", arch, submission_id))
-        if not isinstance(beat, TaskHeartbeat) or beat.lease_id != lease_id:
-            return None, ""
-        return beat.occurred_at, beat.phase
-
     # --- reading ------------------------------------------------------------------------
 
     async def last_event(self, subject: str) -> Stored | None:
@@ -327,6 +318,14 @@ class EventLog:
             return None
         seq = int(msg.seq or 0)
         return seq, checked_event(subject, msg.data or b"")
+
+    async def event_at(self, seq: int) -> Stored | None:
+        """The event stored at `seq` of the event stream (screened alone), or None."""
+        try:
+            msg = await self._retry(functools.partial(self.js.get_msg, EVENTS_STREAM, seq))
+        except nats.js.errors.NotFoundError:
+            return None
+        return seq, checked_event(str(msg.subject), msg.data or b"")
 
     async def last_seq(self, stream: str = EVENTS_STREAM) -> int:
         info = await self._retry(lambda: self.js.stream_info(stream))
@@ -521,6 +520,71 @@ class EventLog:
         )
         await self._retry(functools.partial(self.js.add_consumer, EVENTS_STREAM, config))
         return name
+
+    async def next_task(self, arch: str, wait_s: float) -> TaskMessage | None:
+        """The next delivery of `arch`'s task queue, or None when none came within `wait_s`
+        (or the queue is moving to a new leader: the caller asks again).
+
+        A pull subscription per call: requests of several callers (the API's claims) on one
+        subscription could take each other's messages."""
+        psub = await self.js.pull_subscribe_bind(durable=consumer_name(arch), stream=EVENTS_STREAM)
+        try:
+            msgs = await psub.fetch(1, timeout=max(wait_s, 0.05))
+        except nats.errors.TimeoutError:
+            return None
+        except (*TRANSIENT, nats.js.errors.ServiceUnavailableError) as exc:
+            log.warning("event log: task fetch for %s failed, asking again: %r", arch, exc)
+            await asyncio.sleep(max(wait_s, 0.05))
+            return None
+        finally:
+            with contextlib.suppress(*TRANSIENT, nats.errors.BadSubscriptionError):
+                await psub.unsubscribe()
+        if not msgs:
+            return None
+        msg = msgs[0]
+        return TaskMessage(
+            seq=int(msg.metadata.sequence.stream),
+            subject=str(msg.subject),
+            data=bytes(msg.data or b""),
+            deliveries=int(msg.metadata.num_delivered),
+            reply=str(msg.reply),
+        )
+
+    async def settle_task(self, reply: str, how: Settle, *, delay_s: float = 0.0) -> None:
+        """Answer the delivery `reply` names by publishing JetStream's acknowledgement there."""
+        payload = _SETTLE_PAYLOADS[how]
+        if how is Settle.NAK and delay_s > 0:
+            payload += b" " + json.dumps({"delay": int(delay_s * 1e9)}).encode()
+        await self._retry(functools.partial(self.nc.publish, reply, payload))
+
+    async def task_ack_floor(self, arch: str) -> int | None:
+        try:
+            info = await self._retry(
+                functools.partial(self.js.consumer_info, EVENTS_STREAM, consumer_name(arch))
+            )
+        except (nats.errors.Error, LogUnavailable, TimeoutError) as exc:
+            if not isinstance(exc, nats.js.errors.NotFoundError):
+                log.warning("event log: cannot read the %s task consumer: %r", arch, exc)
+            return None
+        return int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
+
+    async def exhausted_tasks(self) -> AsyncGenerator[int, None]:
+        """The sequences JetStream's max-deliveries advisories name, as they come."""
+        queue: asyncio.Queue[int] = asyncio.Queue()
+
+        async def on_advisory(msg: Msg) -> None:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                seq = int(json.loads(msg.data).get("stream_seq", 0))
+                if seq > 0:
+                    queue.put_nowait(seq)
+
+        sub = await self.nc.subscribe(EXHAUSTED_ADVISORY, cb=on_advisory)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            with contextlib.suppress(*TRANSIENT, nats.errors.BadSubscriptionError):
+                await sub.unsubscribe()
 
     # --- objects ------------------------------------------------------------------------
 

@@ -15,9 +15,8 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Protocol
 
-from kz_events.eventlog import EventLog, Stored
 from kz_events.events import Event, UnknownEvent, checked_event
-from kz_events.reader import Record
+from kz_events.port import LogPort, Record, Stored
 from kz_events.screen import Screen
 
 __all__ = ["Follower", "RawFollower", "SharedFollow"]
@@ -44,7 +43,7 @@ class SharedFollow:
     """Hands every event of one `EventLog.subscribe_raw` to each reader of `subscribe` and
     `subscribe_raw`."""
 
-    def __init__(self, elog: EventLog, *, queue_size: int = 10_000) -> None:
+    def __init__(self, elog: LogPort, *, queue_size: int = 10_000) -> None:
         self.elog = elog
         self.queue_size = queue_size
         self._readers: set[asyncio.Queue[_Item | BaseException]] = set()

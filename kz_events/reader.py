@@ -19,10 +19,9 @@ from nats.aio.subscription import Subscription
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-__all__ = ["BatchReader", "Record"]
+from kz_events.port import Record
 
-Record = tuple[int, str, bytes]
-"""A stored message: its stream sequence, its subject and its payload."""
+__all__ = ["BatchReader", "Record"]
 
 
 def _sequence_and_pending(reply: str) -> tuple[int, int]:

@@ -12,6 +12,7 @@ import re
 __all__ = [
     "EVENTS_STREAM",
     "EVENTS_SUBJECTS",
+    "EXHAUSTED_ADVISORY",
     "JUDGES_BUCKET",
     "LIVE_STREAM",
     "LIVE_SUBJECTS",
@@ -36,6 +37,8 @@ PACKAGES_BUCKET = "KZ_PACKAGES"
 LOGS_BUCKET = "KZ_LOGS"
 JUDGES_BUCKET = "KZ_JUDGES"
 """Main's trusted judge bundles, written by the projector only (apart from uploads)."""
+EXHAUSTED_ADVISORY = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{EVENTS_STREAM}.*"
+"""Where JetStream says a task message ran out of deliveries (the sweeper listens)."""
 
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+-")
 _ESCAPE = re.compile(r"%([0-9A-F]{2})")

@@ -20,9 +20,10 @@ from dulwich.repo import BaseRepo
 
 from kz_events.aio import stop_tasks
 from kz_events.errors import KzError
-from kz_events.eventlog import EventLog, take
+from kz_events.eventlog import take
 from kz_events.events import decode_event
 from kz_events.fanout import RawFollower
+from kz_events.port import LogPort
 from kz_projector.errors import BranchMoved, HistoryDiverged
 from kz_projector.gitstore import Person, Writer, commit_trailers, ref_value
 
@@ -173,7 +174,7 @@ class ArchiveProjector:
 
     def __init__(
         self,
-        elog: EventLog,
+        elog: LogPort,
         archive: Archive,
         *,
         batch: int = 500,

@@ -20,10 +20,10 @@ from dulwich.objects import Commit
 from dulwich.repo import BaseRepo
 
 from kz_events.config import Settings
-from kz_events.eventlog import EventLog, Stored
 from kz_events.events import SubmissionCommitted
 from kz_events.ids import KernelId
 from kz_events.lifecycle import OPEN, Status, SubmissionState, evolve
+from kz_events.port import LogPort, Stored, lease_signs
 from kz_events.screen import Screen
 from kz_package.archive import PACKAGE_DIR
 from kz_projector.archive import Archive
@@ -261,7 +261,7 @@ def _report_open(replay: _Replay, settings: Settings, now: datetime, report: Aud
 
 
 async def _report_quiet(
-    replay: _Replay, elog: EventLog, settings: Settings, now: datetime, report: AuditReport
+    replay: _Replay, elog: LogPort, settings: Settings, now: datetime, report: AuditReport
 ) -> None:
     """A note for each running submission whose lease went quiet (no claim or heartbeat for
     two leases): the sweeper or a redelivery should end or take it soon; past its time limit
@@ -270,7 +270,7 @@ async def _report_quiet(
         if state.status is not Status.RUNNING or state.claimed_at is None:
             continue
         arch = KernelId.parse(state.kernel_id).arch
-        seen, _ = await elog.lease_signs(arch, sid, state.lease_id)
+        seen, _ = await lease_signs(elog, arch, sid, state.lease_id)
         quiet = (now - max(t for t in (state.claimed_at, seen) if t is not None)).total_seconds()
         if quiet > 2 * settings.lease_s:
             report.notes.append(
@@ -293,7 +293,7 @@ async def run_audit(
     settings: Settings,
     *,
     clock: Callable[[], datetime],
-    elog: EventLog | None = None,
+    elog: LogPort | None = None,
     from_archive: Path | None = None,
 ) -> AuditReport:
     """Replay, compare, and write the report to `settings.data_dir/audit.json`."""

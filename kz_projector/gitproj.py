@@ -21,11 +21,11 @@ from dulwich.repo import BaseRepo
 from kz_events.aio import stop_tasks
 from kz_events.config import Settings
 from kz_events.errors import ConcurrencyConflict, RuleViolation
-from kz_events.eventlog import EventLog, Stored
 from kz_events.events import Event, EventMeta, SubmissionAccepted, UnknownEvent
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decide, evolve, fold
+from kz_events.port import LogPort, Stored
 from kz_events.screen import Screen
 from kz_events.subjects import aggregate_filter
 from kz_projector.errors import BranchMoved
@@ -67,7 +67,7 @@ class GitProjector:
 
     def __init__(
         self,
-        elog: EventLog,
+        elog: LogPort,
         settings: Settings,
         *,
         repo: BaseRepo | None = None,

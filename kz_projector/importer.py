@@ -19,8 +19,8 @@ from dulwich.objects import Commit
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 
-from kz_events.eventlog import EventLog
 from kz_events.events import KernelImported
+from kz_events.port import LogPort
 from kz_events.subjects import PACKAGES_BUCKET, aggregate_filter
 from kz_package.archive import PACKAGE_DIR, pack_directory
 from kz_package.validate import validate_package_dir
@@ -68,7 +68,7 @@ def _is_repo(path: Path) -> bool:
     return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
 
 
-async def _already(elog: EventLog, kernel_id: str, digest: str) -> bool:
+async def _already(elog: LogPort, kernel_id: str, digest: str) -> bool:
     arch = kernel_id.split("/", 1)[0]
     for _, event in await elog.load(aggregate_filter("kernel", arch, kernel_id)):
         if isinstance(event, KernelImported) and event.package_digest == digest:
@@ -77,7 +77,7 @@ async def _already(elog: EventLog, kernel_id: str, digest: str) -> bool:
 
 
 async def _import_one(
-    elog: EventLog, package_dir: Path, submitter: str, clock: Callable[[], datetime]
+    elog: LogPort, package_dir: Path, submitter: str, clock: Callable[[], datetime]
 ) -> Imported:
     package = validate_package_dir(package_dir)
     kernel_id = str(package.kernel_id)
@@ -101,7 +101,7 @@ async def _import_one(
 
 
 async def import_path(
-    elog: EventLog, path: Path, *, submitter: str, clock: Callable[[], datetime]
+    elog: LogPort, path: Path, *, submitter: str, clock: Callable[[], datetime]
 ) -> list[Imported]:
     """Import every package found at `path` (a repo's main, or a folder); returns each outcome."""
     if _is_repo(path):

@@ -20,7 +20,7 @@ from dulwich.refs import Ref
 from dulwich.repo import BaseRepo
 
 from kz_events.errors import ObjectNotFound
-from kz_events.eventlog import EventLog
+from kz_events.port import LogPort
 from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 from kz_package.archive import PACKAGE_DIR, pack_directory, pack_files
 from kz_package.errors import PackageError
@@ -139,7 +139,7 @@ class ObjectStorePackages:
 
     READ_AHEAD = 64
 
-    def __init__(self, elog: EventLog) -> None:
+    def __init__(self, elog: LogPort) -> None:
         self.elog = elog
         self.cache = _Cache()
         self.reading: dict[str, asyncio.Task[bytes]] = {}
@@ -274,7 +274,7 @@ def kernel_ids_of_tree(store: ObjectSource, root: ObjectID) -> list[str]:
 
 
 async def restore_judge_bundles(
-    elog: EventLog, store: ObjectSource, root: ObjectID
+    elog: LogPort, store: ObjectSource, root: ObjectID
 ) -> dict[str, dict[str, tuple[int, bytes]]]:
     """Store main's judge bundle for each kernel of the tree `root` that `KZ_JUDGES` lacks (a
     store from before judge bundles had their own bucket kept them among the uploads); the
@@ -289,6 +289,6 @@ async def restore_judge_bundles(
     return stored
 
 
-async def put_judge_bundle(elog: EventLog, kernel_id: str, bundle: bytes) -> None:
+async def put_judge_bundle(elog: LogPort, kernel_id: str, bundle: bytes) -> None:
     """Store `bundle` (from `judge_bundle`) as main's judge files of `kernel_id`."""
     await elog.put_object(JUDGES_BUCKET, judge_key(kernel_id), bundle, replacing=True)

@@ -16,35 +16,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import nats.errors
-import nats.js.errors
-from nats.aio.msg import Msg
-
 from kz_events.aio import stop_tasks
-from kz_events.errors import ConcurrencyConflict, LogUnavailable, RuleViolation
-from kz_events.eventlog import EventLog
+from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.events import (
     Event,
     EventMeta,
     SubmissionSubmitted,
     UnknownEvent,
-    checked_event,
 )
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Fail, Status, SubmissionState, decide, evolve, fold
+from kz_events.port import LogPort
 from kz_events.screen import Screen
-from kz_events.subjects import EVENTS_STREAM, aggregate_filter, consumer_name, live_subject
+from kz_events.subjects import aggregate_filter, live_subject
 
 __all__ = [
-    "ADVISORY_SUBJECT",
     "Ending",
     "OpenTask",
     "Sweeper",
@@ -54,8 +47,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-ADVISORY_SUBJECT = f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{EVENTS_STREAM}.*"
 
 
 def open_limit_s(max_attempts: int, task_timeout_s: float, lease_s: float) -> float:
@@ -165,7 +156,7 @@ class Sweeper:
 
     def __init__(
         self,
-        elog: EventLog,
+        elog: LogPort,
         *,
         lease_s: float,
         grace_s: float,
@@ -190,7 +181,6 @@ class Sweeper:
         self.gone: set[str] = set()  # tasks whose message ran out of deliveries
         self.position = 0
         self.screen = Screen("sweeper")  # what it skips (kz_events.screen)
-        self._floor_failed = False
 
     def track(self, seq: int, event: Event | UnknownEvent) -> None:
         if seq <= self.position:
@@ -275,27 +265,16 @@ class Sweeper:
     async def _unheld(self, sids: list[str]) -> set[str]:
         """Which of `sids` the task consumer of their architecture no longer holds: their
         `submitted` lies at or below its ack floor, so it was acknowledged. A consumer that
-        does not exist (yet) delivers the whole queue once made, so it holds everything."""
+        does not exist (yet) delivers the whole queue once made, so it holds everything; one
+        that cannot be read now holds everything until the next pass."""
         by_arch: dict[str, list[str]] = {}
         for sid in sids:
             by_arch.setdefault(KernelId.parse(self.subs[sid].kernel_id).arch, []).append(sid)
         unheld: set[str] = set()
         for arch, group in by_arch.items():
-            try:
-                info = await self.elog.js.consumer_info(EVENTS_STREAM, consumer_name(arch))
-            except nats.js.errors.NotFoundError:
+            floor = await self.elog.task_ack_floor(arch)
+            if floor is None:
                 continue
-            except (nats.errors.Error, LogUnavailable, TimeoutError) as exc:
-                if not self._floor_failed:
-                    log.warning(
-                        "sweeper: cannot read the %s task consumer (%r); lapsed tasks "
-                        "with attempts left wait for their time limit",
-                        arch,
-                        exc,
-                    )
-                    self._floor_failed = True
-                continue
-            floor = int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
             unheld |= {sid for sid in group if self.submitted_seq.get(sid, floor + 1) <= floor}
         return unheld
 
@@ -316,34 +295,35 @@ class Sweeper:
                 state = fold(await self.elog.load(aggregate_filter("submission", arch, sid)))
         return False
 
-    async def on_advisory(self, msg: Msg) -> None:
+    async def on_exhausted(self, seq: int) -> None:
         """A `submitted` message ran out of deliveries: the queue no longer holds its task, so
         the next pass ends it once its lease has lapsed."""
-        seq = int(json.loads(msg.data).get("stream_seq", 0))
-        if seq <= 0:
-            return
-        stored = await self.elog.js.get_msg(EVENTS_STREAM, seq)
-        event = checked_event(str(stored.subject), stored.data or b"")
-        sid = getattr(event, "submission_id", None)
+        stored = await self.elog.event_at(seq)
+        sid = getattr(stored[1], "submission_id", None) if stored is not None else None
         if sid is None:
             return
         await self.catch_up()
         if sid in self.subs:
             self.gone.add(sid)
 
+    async def _watch_exhausted(self) -> None:
+        exhausted = self.elog.exhausted_tasks()
+        async with contextlib.aclosing(exhausted) as seqs:
+            async for seq in seqs:
+                await self.on_exhausted(seq)
+
     async def run(self) -> None:
         """Follow the log and sweep every `interval_s`, until cancelled."""
         await self.catch_up()
-        sub = await self.elog.nc.subscribe(ADVISORY_SUBJECT, cb=self.on_advisory)
+        watch = asyncio.create_task(self._watch_exhausted(), name="sweeper-exhausted")
         follow = asyncio.create_task(self._track_follow(), name="sweeper-follow")
         try:
-            while not follow.done():
+            while not follow.done() and not watch.done():
                 await self._sweep_tracked()
-                await asyncio.wait([follow], timeout=self.interval_s)
-            follow.result()  # the follow ended: raise what ended it
+                await asyncio.wait([follow, watch], timeout=self.interval_s)
+            (follow if follow.done() else watch).result()  # it ended: raise what ended it
         finally:
-            await stop_tasks(follow)
-            await sub.unsubscribe()
+            await stop_tasks(follow, watch)
 
     async def _track_follow(self) -> None:
         events = self.follow.subscribe(from_seq=self.position + 1, screen=self.screen)

@@ -14,14 +14,9 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, BinaryIO
-
-import nats.errors
-import nats.js.errors
-from nats.aio.msg import Msg
+from typing import BinaryIO
 
 from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
-from kz_events.eventlog import TRANSIENT, EventLog
 from kz_events.events import (
     EventMeta,
     RunnerDeregistered,
@@ -43,8 +38,8 @@ from kz_events.lifecycle import (
     evolve,
     fold,
 )
+from kz_events.port import LogPort, Settle, TaskMessage, lease_signs
 from kz_events.subjects import (
-    EVENTS_STREAM,
     JUDGES_BUCKET,
     LOGS_BUCKET,
     PACKAGES_BUCKET,
@@ -62,22 +57,22 @@ __all__ = ["NativeTransport"]
 class NativeTransport:
     """Claims from the per-architecture consumers and appends events itself."""
 
-    def __init__(self, log: EventLog, *, lease_s: float = 15.0, max_attempts: int = 3) -> None:
+    def __init__(self, log: LogPort, *, lease_s: float = 15.0, max_attempts: int = 3) -> None:
         self.log = log
         self.lease_s = lease_s
         self.max_attempts = max_attempts
         self.info: RunnerInfo | None = None
-        self._subs: list[Any] = []
+        self._arches: list[str] = []
         self._next = 0
         self._claimed: dict[str, SubmissionState] = {}  # lease id → state after our claim
 
     async def register(self, info: RunnerInfo) -> None:
         self.info = info
         for arch in info.arches:
-            durable = await self.log.ensure_task_consumer(
+            await self.log.ensure_task_consumer(
                 arch, lease_s=self.lease_s, max_attempts=self.max_attempts
             )
-            self._subs.append(await self.log.js.pull_subscribe_bind(durable, stream=EVENTS_STREAM))
+            self._arches.append(arch)
         meta = EventMeta.now(info.runner_id)
         await self.log.append(
             RunnerRegistered(
@@ -93,19 +88,11 @@ class NativeTransport:
     async def next_task(self, wait_s: float) -> Lease | None:
         deadline = asyncio.get_running_loop().time() + wait_s
         while True:
-            sub = self._subs[self._next % len(self._subs)]
+            arch = self._arches[self._next % len(self._arches)]
             self._next += 1
             slice_s = max(0.05, min(1.0, deadline - asyncio.get_running_loop().time()))
-            try:
-                msgs = await sub.fetch(1, timeout=slice_s)
-            except nats.errors.TimeoutError:
-                msgs = []
-            except (*TRANSIENT, nats.js.errors.ServiceUnavailableError) as exc:
-                # The consumer is moving to a new leader: no task this slice, ask again.
-                log.warning("runner: task fetch failed, retrying: %r", exc)
-                await asyncio.sleep(slice_s)
-                msgs = []
-            for msg in msgs:
+            msg = await self.log.next_task(arch, slice_s)
+            if msg is not None:
                 lease = await self._claim(msg)
                 if lease is not None:
                     return lease
@@ -140,7 +127,7 @@ class NativeTransport:
             return evolve(state, event, seq)
         raise ConcurrencyConflict(f"submission {submission_id} kept changing")
 
-    async def _claim(self, msg: Msg) -> Lease | None:
+    async def _claim(self, msg: TaskMessage) -> Lease | None:
         """Append `claimed` (the attempt the log counts next) for this delivery.
 
         A delivery whose submission has ended is acked; one whose submission is open but not
@@ -148,18 +135,15 @@ class NativeTransport:
         is handed back with a delay, never acked: it may be the only copy of the task.
         """
         assert self.info is not None
-        submitted = checked_event(str(msg.subject), msg.data)
+        submitted = checked_event(msg.subject, msg.data)
         if not isinstance(submitted, SubmissionSubmitted):
-            await msg.term()  # not a task (an undecodable or misfiled message): never again
+            # not a task (an undecodable or misfiled message): never again
+            await self.log.settle_task(msg.reply, Settle.TERM)
             return None
         arch = submitted.kernel.arch
         lease_id = str(uuid.uuid4())
         # A first delivery usually finds the submission as it was submitted: try that first.
-        first = (
-            fold([(int(msg.metadata.sequence.stream), submitted)])
-            if int(msg.metadata.num_delivered) == 1
-            else None
-        )
+        first = fold([(msg.seq, submitted)]) if msg.deliveries == 1 else None
         state = await self._claim_as(arch, submitted.submission_id, lease_id, first, msg)
         if state is None:
             return None
@@ -173,7 +157,7 @@ class NativeTransport:
             package_digest=submitted.package_digest,
             package_size=submitted.package_size,
             new_kernel=submitted.new_kernel,
-            handle=msg,
+            handle=msg.reply,
         )
 
     async def _claim_as(
@@ -182,14 +166,14 @@ class NativeTransport:
         submission_id: str,
         lease_id: str,
         guess: SubmissionState | None,
-        msg: Msg,
+        msg: TaskMessage,
     ) -> SubmissionState | None:
         """The state after this runner's claim, or None once the delivery is settled."""
         assert self.info is not None
         for _ in range(5):
             state = guess if guess is not None else await self._state(arch, submission_id)
             seen, phase = (
-                await self.log.lease_signs(arch, submission_id, state.lease_id)
+                await lease_signs(self.log, arch, submission_id, state.lease_id)
                 if guess is None
                 else (None, "")
             )
@@ -218,18 +202,18 @@ class NativeTransport:
                         submission_id,
                         refusal.message,
                     )
-                    await msg.nak(delay=self.lease_s)
+                    await self.log.settle_task(msg.reply, Settle.NAK, delay_s=self.lease_s)
                 else:
-                    await msg.ack()  # ended: nothing to run
+                    await self.log.settle_task(msg.reply, Settle.ACK)  # ended: nothing to run
                 return None
             return evolve(state, event, seq)
-        await msg.nak()
+        await self.log.settle_task(msg.reply, Settle.NAK)
         return None
 
     async def heartbeat(self, lease: Lease, phase: str) -> bool:
         assert self.info is not None
         meta = EventMeta.now(self.info.runner_id)
-        await lease.handle.in_progress()
+        await self.log.settle_task(lease.handle, Settle.IN_PROGRESS)
         await self.log.publish_live(
             TaskHeartbeat(
                 **meta.fields(),
@@ -279,7 +263,7 @@ class NativeTransport:
             pass  # cancelled or given to another runner meanwhile: our result is moot
         except ConcurrencyConflict:
             log.warning("result for %s: the submission kept changing", lease.submission_id)
-        await lease.handle.ack()
+        await self.log.settle_task(lease.handle, Settle.ACK)
 
     async def runner_heartbeat(self, busy_with: str | None) -> None:
         assert self.info is not None
@@ -310,12 +294,10 @@ class NativeTransport:
                 phase=RELEASED_PHASE,
             )
         )
-        await lease.handle.nak()
+        await self.log.settle_task(lease.handle, Settle.NAK)
 
     async def close(self) -> None:
-        for sub in self._subs:
-            await sub.unsubscribe()
-        self._subs.clear()
+        self._arches.clear()
         if self.info is not None and self.log.connected:
             meta = EventMeta.now(self.info.runner_id)
             await self.log.append(

@@ -130,7 +130,7 @@ def test_unsafe_passwords_are_refused(bad: str) -> None:
 
 
 def test_the_advisory_granted_is_the_one_the_sweeper_hears() -> None:
-    """kz_events cannot import the projector, so the subject is spelled twice: they agree."""
-    from kz_projector.sweeper import ADVISORY_SUBJECT
+    """The projector may subscribe to the advisory the event log watches for the sweeper."""
+    from kz_events.subjects import EXHAUSTED_ADVISORY
 
-    assert SWEEPER_ADVISORY == ADVISORY_SUBJECT
+    assert SWEEPER_ADVISORY == EXHAUSTED_ADVISORY
