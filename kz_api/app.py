@@ -34,6 +34,7 @@ from kz_api.controllers import (
     SystemController,
 )
 from kz_api.controllers.boards import BoardsController
+from kz_api.controllers.commits import CommitsController
 from kz_api.controllers.runner import RunnersController
 from kz_api.errors import error_response
 from kz_api.leases import LeaseSigner, lease_secret_from_env
@@ -182,6 +183,7 @@ def create_app(
         SystemController,
         KernelsController,
         BoardsController,
+        CommitsController,
         SubmissionsController,
         RunnersController,
         RunnerController,

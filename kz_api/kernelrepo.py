@@ -9,12 +9,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from dulwich.diff_tree import tree_changes
 from dulwich.errors import NotGitRepository
 from dulwich.objects import Blob, Commit, ObjectID, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
+from dulwich.trailers import parse_trailers
 
-__all__ = ["CommitInfo", "KernelSnapshot", "commit_files", "kernel_snapshot", "main_head"]
+__all__ = [
+    "CommitDetail",
+    "CommitInfo",
+    "KernelSnapshot",
+    "commit_detail",
+    "commit_files",
+    "kernel_snapshot",
+    "main_head",
+]
 
 MAIN = Ref(b"refs/heads/main")
 
@@ -27,6 +37,21 @@ class CommitInfo:
     message: str
     author: str
     at: datetime
+
+
+@dataclass(frozen=True)
+class CommitDetail:
+    """One commit of the kernel repo: who, when, why (message and trailers), what changed."""
+
+    id: str
+    message: str
+    author: str
+    committer: str
+    authored_at: datetime
+    committed_at: datetime
+    parents: list[str]
+    trailers: dict[str, str]
+    changes: list[tuple[str, str]]  # (path, added | modified | deleted), in path order
 
 
 @dataclass(frozen=True)
@@ -126,3 +151,44 @@ def kernel_snapshot(path: Path, rel: str, *, max_commits: int = 20) -> KernelSna
         )
         commits = [_commit_info(entry.commit) for entry in walker]
     return KernelSnapshot(head=head, files=files, commits=commits)
+
+
+_CHANGE = {"add": "added", "modify": "modified", "delete": "deleted"}
+
+
+def _changes(repo: Repo, commit: Commit) -> list[tuple[str, str]]:
+    parent = repo[commit.parents[0]] if commit.parents else None
+    old = parent.tree if isinstance(parent, Commit) else None
+    found = []
+    for change in tree_changes(repo.object_store, old, commit.tree):
+        kind = _CHANGE.get(change.type, change.type)
+        entry = change.old if kind == "deleted" else change.new
+        if entry is not None and entry.path is not None:
+            found.append((entry.path.decode(errors="replace"), kind))
+    return sorted(found)
+
+
+def commit_detail(path: Path, commit_id: str) -> CommitDetail | None:
+    """The commit `commit_id` (40 hex digits), or None when the repo or the commit is absent."""
+    repo = _open(path)
+    if repo is None:
+        return None
+    with repo:
+        try:
+            obj = repo[commit_id.encode()]
+        except (KeyError, ValueError):
+            return None
+        if not isinstance(obj, Commit):
+            return None
+        _body, trailers = parse_trailers(obj.message)
+        return CommitDetail(
+            id=obj.id.decode(),
+            message=obj.message.decode(errors="replace").strip(),
+            author=obj.author.decode(errors="replace"),
+            committer=obj.committer.decode(errors="replace"),
+            authored_at=datetime.fromtimestamp(obj.author_time, tz=UTC),
+            committed_at=datetime.fromtimestamp(obj.commit_time, tz=UTC),
+            parents=[p.decode() for p in obj.parents],
+            trailers={t.key: t.value for t in trailers},
+            changes=_changes(repo, obj),
+        )

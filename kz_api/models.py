@@ -20,6 +20,8 @@ __all__ = [
     "ClaimBody",
     "ClaimTaskBody",
     "ClearSuspectBody",
+    "CommitChange",
+    "CommitDoc",
     "CommitRow",
     "Commits",
     "DisqualifyBody",
@@ -195,6 +197,28 @@ class CommitRow(_Out, frozen=True, kw_only=True):
     at: datetime
 
 
+class CommitChange(_Out, frozen=True, kw_only=True):
+    path: str
+    change: Literal["added", "modified", "deleted"]
+
+
+class CommitDoc(_Out, frozen=True, kw_only=True):
+    """A commit of the kernel repo: message, author, committer, parents, the trailers
+    (`Kz-Submission`, `Kz-Event-Seq`), the submission it records and the paths it changed."""
+
+    id: str
+    message: str
+    author: str
+    committer: str
+    authored_at: datetime
+    committed_at: datetime
+    parents: list[str]
+    trailers: dict[str, str]
+    submission_id: str | None
+    kernel_id: str | None
+    changes: list[CommitChange]
+
+
 class LeaseDoc(_Out, frozen=True, kw_only=True):
     kernel_id: str
     holder: str | None
@@ -209,7 +233,7 @@ class KernelDetail(_Out, frozen=True, kw_only=True):
     sub_class: str
     quant: str
     name: str
-    source: Literal["repo", "read_model"]
+    source: Literal["repo", "read_model", "submission"]  # submission: not on main yet
     head_commit: str | None
     desc: dict[str, Any] | None
     scoreboard: dict[str, Any] | None

@@ -28,9 +28,10 @@ from kz_api.models import (
     LeaseDoc,
 )
 from kz_api.openapi import errors
+from kz_api.readmodel import SubmissionView
 from kz_api.service import append_seen
 from kz_api.views import history_row, lease_doc
-from kz_events.errors import InvalidInput
+from kz_events.errors import InvalidInput, KzError
 from kz_events.events import EventMeta
 from kz_events.ids import KernelId
 from kz_events.lifecycle import (
@@ -77,6 +78,7 @@ def _detail(
     kernel_id: KernelId,
     snap: KernelSnapshot | None,
     summary: dict[str, Any] | None,
+    submitted_desc: dict[str, Any] | None = None,
 ) -> KernelDetail:
     files = snap.files if snap else {}
     lease = ctx.models.leases.get(str(kernel_id))
@@ -87,9 +89,9 @@ def _detail(
         sub_class=kernel_id.sub_class,
         quant=kernel_id.quant,
         name=kernel_id.name,
-        source="repo" if snap else "read_model",
+        source="repo" if snap else "submission" if submitted_desc is not None else "read_model",
         head_commit=snap.head if snap else None,
-        desc=_yaml(files, "desc.yaml"),
+        desc=_yaml(files, "desc.yaml") if snap else submitted_desc,
         scoreboard=_yaml(files, "bench_result.yaml"),
         files=[FileEntry(path=p, size=len(b)) for p, b in sorted(files.items())],
         commits=[
@@ -113,6 +115,24 @@ def _known(ctx: Ctx, kernel_id: KernelId) -> bool:
         or kid in ctx.models.history
         or (_summary(ctx, kernel_id) is not None)
     )
+
+
+def _latest_submission(ctx: Ctx, kernel_id: KernelId) -> SubmissionView | None:
+    """The newest submission for `kernel_id`: a new kernel has a page from its first one on,
+    accepted or not."""
+    wanted = str(kernel_id)
+    views = reversed(ctx.models.submissions.values())
+    return next((v for v in views if v.state.kernel_id == wanted), None)
+
+
+async def _submitted_desc(ctx: Ctx, view: SubmissionView) -> dict[str, Any] | None:
+    """desc.yaml of a submission's stored package (None when it is gone or unreadable)."""
+    try:
+        files = await ctx.packages.files(view.submitted.package_digest)
+    except KzError:
+        return None
+    entry = files.get(f"{PACKAGE_DIR}/desc.yaml")
+    return _yaml({f"{PACKAGE_DIR}/desc.yaml": entry[1]}, "desc.yaml") if entry else None
 
 
 def _unknown(kernel_id: KernelId) -> ApiError:
@@ -251,7 +271,10 @@ class KernelsController(Controller):
         )
         summary = _summary(ctx, kernel_id)
         if snap is None and not _known(ctx, kernel_id):
-            raise _unknown(kernel_id)
+            latest = _latest_submission(ctx, kernel_id)
+            if latest is None:
+                raise _unknown(kernel_id)
+            return _detail(ctx, kernel_id, None, summary, await _submitted_desc(ctx, latest) or {})
         return _detail(ctx, kernel_id, snap, summary)
 
     @get(KERNEL + "/bench-history", responses=errors(404), summary="Accepted history")
@@ -266,7 +289,11 @@ class KernelsController(Controller):
     ) -> BenchHistory:
         kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
         history = ctx.models.history.get(str(kernel_id))
-        if history is None and not _known(ctx, kernel_id):
+        if (
+            history is None
+            and not _known(ctx, kernel_id)
+            and _latest_submission(ctx, kernel_id) is None
+        ):
             raise _unknown(kernel_id)
         entries = [e for e in (history.entries if history else []) if e.disqualified is None]
         metric = history.metric if history else None

@@ -116,3 +116,43 @@ async def test_lease_claim_renew_release(api: Api) -> None:
     assert unknown.status_code == 404 and _code(unknown) == "unknown_kernel"
     ttl = await api.client.post(url, json={"ttl_s": 0}, headers=bob)
     assert ttl.status_code == 400 and _code(ttl) == "invalid_input"
+
+
+async def test_a_new_kernel_has_a_page_from_its_first_submission(api: Api) -> None:
+    """A kernel with a submission but no accepted result yet answers with what its package
+    declares (source `submission`) and an empty history, not unknown_kernel."""
+    resp = await api.submit(tarball(kernel_id=OTHER), kernel_id=OTHER)
+    assert resp.status_code == 202, resp.text
+    detail = await api.client.get(f"/api/kernels/{OTHER}")
+    assert detail.status_code == 200, detail.text
+    body = detail.json()
+    assert body["source"] == "submission" and body["head_commit"] is None
+    assert body["desc"]["kernel_id"] == OTHER and body["desc"]["title"] == "RMSNorm reference"
+    assert body["files"] == [] and body["commits"] == []
+    history = await api.client.get(f"/api/kernels/{OTHER}/bench-history")
+    assert history.status_code == 200 and history.json()["history"] == []
+    never = await api.client.get("/api/kernels/sm90/Attention/MHA/fp16/never_sent")
+    assert never.status_code == 404 and _code(never) == "unknown_kernel"
+
+
+async def test_a_commit_names_its_submission_kernel_and_changes(api: Api) -> None:
+    """GET /api/commits/{id}: message, author, parents, trailers, the submission and kernel
+    it records and the paths it changed; a malformed id is 400, an absent one 404."""
+    repo = api.settings.kernel_repo_path
+    first = commit_kernel(repo, package_files(), "import")
+    sid = "0b7c2a43-1f7e-4b8e-9a55-6f0d2e1c9a10"
+    message = f"{KERNEL}: submission {sid}\n\nKz-Submission: {sid}\nKz-Event-Seq: 7\n"
+    head = commit_kernel(repo, package_files(src="y = 3\n"), message)
+    body = (await api.client.get(f"/api/commits/{head}")).json()
+    assert body["id"] == head and body["parents"] == [first]
+    assert body["author"] == "Ada <ada@example.org>"
+    assert body["trailers"] == {"Kz-Submission": sid, "Kz-Event-Seq": "7"}
+    assert body["submission_id"] == sid and body["kernel_id"] == KERNEL
+    assert body["changes"] == [{"path": f"{KERNEL}/src/kernel.py", "change": "modified"}]
+    root = (await api.client.get(f"/api/commits/{first.upper()}")).json()
+    assert root["parents"] == [] and {c["change"] for c in root["changes"]} == {"added"}
+    bad = await api.client.get("/api/commits/HEAD~1")
+    assert bad.status_code == 400 and _code(bad) == "invalid_commit_id"
+    assert bad.json()["error"]["details"] == {"field": "commit_id"}
+    missing = await api.client.get(f"/api/commits/{'0' * 40}")
+    assert missing.status_code == 404 and _code(missing) == "unknown_commit"
