@@ -40,8 +40,10 @@ from kz_events.events import (
 
 __all__ = [
     "HOLDER_GONE_AFTER",
+    "OPEN",
     "RELEASED_PHASE",
     "TERMINAL",
+    "Admission",
     "Cancel",
     "Claim",
     "ClaimKernel",
@@ -58,12 +60,14 @@ __all__ = [
     "Status",
     "SubmissionState",
     "Submit",
+    "admit",
     "decide",
     "decide_lease",
     "evolve",
     "evolve_lease",
     "fold",
     "fold_lease",
+    "held_by_another",
     "lease_lapsed",
     "suspect_reasons",
 ]
@@ -129,6 +133,19 @@ class MetricSpec(msgspec.Struct, frozen=True):
 # --- commands -------------------------------------------------------------------------------
 
 
+class Admission(msgspec.Struct, frozen=True, kw_only=True):
+    """The facts the admission rules of a submission weigh, gathered by the shell (the API's
+    read models and its package check). The defaults admit anything."""
+
+    kernel_lease: KernelLease | None = None  # the kernel's optimisation lease, if any
+    open_submissions: int = 0  # the submitter's submissions still queued or running
+    max_open_submissions: int | None = None  # None: no quota
+    open_twin: str | None = None  # an open submission of this kernel with the same package
+    judge_changes: list[str] = msgspec.field(default_factory=list)  # judge files it changes
+    board_judge: str | None = None  # compared with the board's judge: that judge's kernel
+    maintainer: bool = False  # maintainers may change a judge
+
+
 class Submit(msgspec.Struct, frozen=True, kw_only=True):
     meta: EventMeta
     submission_id: str
@@ -143,6 +160,7 @@ class Submit(msgspec.Struct, frozen=True, kw_only=True):
     max_attempts: int = 3
     summary: PackageSummary | None = None
     tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
+    admission: Admission = msgspec.field(default_factory=lambda: Admission())
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):
@@ -273,9 +291,62 @@ def decide(state: SubmissionState, command: Command) -> list[Event]:
 def _decide_submit(state: SubmissionState, cmd: Submit) -> list[Event]:
     if state.status is not Status.NEW:
         raise _refuse("duplicate_submission", f"submission {cmd.submission_id} exists already")
+    admit(cmd.kernel_id, cmd.submitter_id, cmd.admission, cmd.meta.occurred_at)
     body = msgspec.structs.asdict(cmd)
     meta = body.pop("meta")
+    body.pop("admission")
     return [SubmissionSubmitted(**msgspec.structs.asdict(meta), **body)]
+
+
+def admit(kernel_id: str, submitter_id: str, facts: Admission, now: datetime) -> None:
+    """The admission rules of a submission: raises `RuleViolation` when one refuses it.
+
+    `decide(Submit)` applies them; the API also asks before it reads the package, with the
+    facts it has by then, so a refused upload costs no validation."""
+    lease = facts.kernel_lease
+    if lease is not None and held_by_another(lease, submitter_id, now):
+        until = lease.expires_at.isoformat() if lease.expires_at else None
+        raise _refuse(
+            "claim_held",
+            f"{lease.holder} holds the optimisation lease on {kernel_id} until {until}",
+            holder=lease.holder,
+            expires_at=until,
+        )
+    limit = facts.max_open_submissions
+    if limit is not None and facts.open_submissions >= limit:
+        raise _refuse(
+            "quota_exceeded",
+            f"at most {limit} open submissions per submitter, {submitter_id} has "
+            f"{facts.open_submissions}",
+            limit=limit,
+        )
+    if facts.open_twin is not None:
+        raise _refuse(
+            "duplicate_package",
+            f"an identical package for {kernel_id} is still open as submission {facts.open_twin}",
+            submission_id=facts.open_twin,
+        )
+    if facts.judge_changes and not facts.maintainer:
+        _refuse_judge_change(kernel_id, facts)
+
+
+def _refuse_judge_change(kernel_id: str, facts: Admission) -> None:
+    changed = list(facts.judge_changes)
+    if facts.board_judge is not None:
+        board = kernel_id.rsplit("/", 1)[0]
+        raise _refuse(
+            "harness_change_forbidden",
+            f"a new kernel on board {board} must carry the board's judge (that of "
+            f"{facts.board_judge}); these differ: {', '.join(changed)}",
+            changed=changed,
+            board=board,
+            board_judge=facts.board_judge,
+        )
+    raise _refuse(
+        "harness_change_forbidden",
+        f"only maintainers may change the judge of {kernel_id}: {', '.join(changed)}",
+        changed=changed,
+    )
 
 
 def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
@@ -644,6 +715,11 @@ class KernelLease(msgspec.Struct, frozen=True, kw_only=True):
         return self.holder is not None and self.expires_at is not None and now < self.expires_at
 
 
+def held_by_another(lease: KernelLease, who: str, now: datetime) -> bool:
+    """The one lease rule: at `now` someone other than `who` holds the kernel's lease."""
+    return lease.held_at(now) and lease.holder != who
+
+
 class ClaimKernel(msgspec.Struct, frozen=True, kw_only=True):
     meta: EventMeta
     kernel_id: str
@@ -664,7 +740,7 @@ def decide_lease(lease: KernelLease, command: ClaimKernel | ReleaseKernel) -> li
     if isinstance(command, ClaimKernel):
         if not 1 <= command.ttl_s <= 7 * 24 * 3600:
             raise _refuse("invalid_ttl", f"ttl must be 1 s to 7 days, got {command.ttl_s}")
-        if lease.held_at(now) and lease.holder != command.holder:
+        if held_by_another(lease, command.holder, now):
             until = lease.expires_at.isoformat() if lease.expires_at else None
             raise _refuse(
                 "claim_held",
