@@ -26,6 +26,7 @@ __all__ = [
     "judge_key",
     "live_subject",
     "parse_event_subject",
+    "reference_key",
     "submitted_filter",
 ]
 
@@ -95,6 +96,12 @@ def consumer_name(arch: str) -> str:
 def judge_key(kernel_id: str) -> str:
     """Object key (in `KZ_JUDGES`) of a kernel's trusted judge bundle as main has it."""
     return f"judge/{kernel_id}"
+
+
+def reference_key(board: str) -> str:
+    """Object key (in `KZ_JUDGES`) of a board's pinned reference (`arch/op_class/sub_class/
+    quant`): what a runner gets for a kernel that main does not hold yet."""
+    return f"reference/{board}"
 
 
 def parse_event_subject(subject: str) -> tuple[str, str, str, str]:

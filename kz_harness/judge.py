@@ -43,7 +43,13 @@ from kz_harness.channel import (
 from kz_harness.checks import Check, compare
 from kz_harness.errors import HarnessError, HarnessUnavailable
 from kz_harness.result import RESULT_FD_ENV, build_result
-from kz_harness.sidebyside import Comparison, compare_side_by_side, decisive, speedup_interval
+from kz_harness.sidebyside import (
+    Comparison,
+    compare_side_by_side,
+    decisive,
+    reference_score,
+    speedup_interval,
+)
 from kz_harness.stats import UNITS, Stats
 from kz_harness.verdict import baseline_best, geomean, verdict
 from kz_harness.worker import CALIBRATE, DEVICE_TIME
@@ -64,7 +70,11 @@ __all__ = [
 CONTROL_FD_ENV = "KZ_CONTROL_FD"
 SEED_ENV = "KZ_SEED"
 IMPLEMENTATIONS_ENV = "KZ_IMPLEMENTATIONS"
-CPU_ENV = "KZ_CPU"  # what the runner can start: candidate[,incumbent]
+CPU_ENV = "KZ_CPU"
+# What a runner can start beside the candidate, each measured side by side with it: the
+# kernel's incumbent (main's src/, which the verdict is against) and the board's pinned
+# reference (which the board's score is against).
+RIVALS = ("incumbent", "reference")
 _SLOTS_PER_WORKLOAD = 2
 _CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted in ticks
 _CPU_RATIO = 1.05
@@ -280,14 +290,22 @@ class _Kept:
     output: Any
 
 
+@dataclass(frozen=True, slots=True)
+class _Beside:
+    """A rival measured beside the candidate: its figures, and one log-ratio (candidate over
+    rival) per block pair."""
+
+    stats: Stats
+    log_ratios: list[float]
+
+
 @dataclass(slots=True)
 class _Measured:
     stats: Stats
     overhead_ns: float
     checks: list[Check]
     cpu: dict[str, int]
-    incumbent: Stats | None = None
-    log_ratios: list[float] = field(default_factory=list)
+    beside: dict[str, _Beside] = field(default_factory=dict)
 
 
 class Benchmark:
@@ -368,22 +386,22 @@ class Benchmark:
         where = {"cpu": cpu, "device": self.device, "device_dtype": self.device_dtype}
         candidate = control.spawn("candidate")
         available = os.environ.get(IMPLEMENTATIONS_ENV, "candidate").split(",")
-        incumbent = control.spawn("incumbent") if "incumbent" in available else None
+        rivals = {name: control.spawn(name) for name in RIVALS if name in available}
         calibration.send(Op.LOAD, {"entry": CALIBRATE, **where})
         candidate.send(Op.LOAD, {"entry": self.entry, "path": "src", **where})
-        if incumbent is not None:
-            incumbent.send(Op.LOAD, {"entry": self.entry, "path": "src", **where})
+        for rival in rivals.values():
+            rival.send(Op.LOAD, {"entry": self.entry, "path": "src", **where})
         try:
             calibration.answered()
         except CandidateFailed as exc:  # the trusted no-op: this runner cannot run the board
             raise HarnessUnavailable(f"this runner cannot run the board's calls: {exc}") from exc
-        incumbent_note = ""
-        if incumbent is not None:
+        notes: dict[str, str] = {}
+        for name, rival in list(rivals.items()):
             try:
-                incumbent.answered()
+                rival.answered()
             except CandidateFailed as exc:  # main's source no longer runs under this judge
-                incumbent_note = f"the incumbent could not be measured: {exc}"
-                incumbent = None
+                notes[name] = f"the {name} could not be measured: {exc}"
+                del rivals[name]
         measured: list[tuple[Workload, _Measured]] = []
         failure = ""
         try:
@@ -391,17 +409,15 @@ class Benchmark:
             _check_alone(control, candidate, flags, "after loading")
             for workload in self.workloads:
                 run = _WorkloadRun(self, np, workload, inputs_rng, pick_rng, flags)
-                measured.append((workload, run.measure(control, candidate, calibration, incumbent)))
+                measured.append((workload, run.measure(control, candidate, calibration, rivals)))
         except CandidateFailed as exc:
             failure = str(exc)
-        return self._document(np, cpu, measured, failure, flags, incumbent_note)
+        return self._document(np, cpu, measured, failure, flags, notes)
 
     def _comparison(self, measured: list[tuple[Workload, _Measured]]) -> Comparison | None:
         """The side-by-side verdict when the incumbent was measured beside the candidate."""
-        ratios = [m.log_ratios for _, m in measured]
-        if not measured or any(len(r) < 2 for r in ratios):
-            return None
-        return compare_side_by_side(ratios, self.margin)
+        ratios = _ratios(measured, "incumbent")
+        return None if ratios is None else compare_side_by_side(ratios, self.margin)
 
     def _document(
         self,
@@ -410,7 +426,7 @@ class Benchmark:
         measured: list[tuple[Workload, _Measured]],
         failure: str,
         flags: _Flags,
-        incumbent_note: str = "",
+        notes: Mapping[str, str],
     ) -> dict[str, Any]:
         unit = self.metric["unit"]
         checks = [check for _, m in measured for check in m.checks]
@@ -456,8 +472,13 @@ class Benchmark:
         document["flags"] = flags.to_list()
         if comparison is not None:
             document["comparison"] = comparison.to_dict()
-        elif incumbent_note:
-            document["comparison"] = {"against": None, "reason": incumbent_note}
+        elif "incumbent" in notes:
+            document["comparison"] = {"against": None, "reason": notes["incumbent"]}
+        score = _ratios(measured, "reference") if passed else None
+        if score is not None:
+            document["score"] = reference_score(score)
+        elif "reference" in notes:
+            document["score"] = {"against": None, "reason": notes["reference"]}
         document["timing"] = {
             "method": "judge_clock" if self.device == "cpu" else "cuda_events_bounded",
             "clock": (
@@ -482,15 +503,31 @@ def _check_alone(control: Control, link: Link, flags: _Flags, when: str) -> None
         flags.add("extra_threads", f"the worker had {seen['threads']} threads {when}")
 
 
+def _ratios(measured: list[tuple[Workload, _Measured]], rival: str) -> list[list[float]] | None:
+    """Every workload's block log-ratios against `rival`; None unless each has an interval."""
+    ratios = [m.beside[rival].log_ratios for _, m in measured if rival in m.beside]
+    if not measured or len(ratios) != len(measured) or any(len(r) < 2 for r in ratios):
+        return None
+    return ratios
+
+
 def _beside(measured: _Measured) -> dict[str, Any]:
-    """A workload's side-by-side figures: the incumbent's stats and the speed-up over it."""
-    if measured.incumbent is None or len(measured.log_ratios) < 2:
-        return {}
-    speedup, low, high = speedup_interval([measured.log_ratios])
-    return {
-        "incumbent": measured.incumbent.to_dict(),
-        "speedup": {"value": speedup, "interval": [low, high], "blocks": len(measured.log_ratios)},
-    }
+    """A workload's side-by-side figures: each rival's stats, and the speed-up over it with
+    the block log-ratios it comes from (`speedup` is over the incumbent, `reference_speedup`
+    over the reference)."""
+    out: dict[str, Any] = {}
+    for name, rival in measured.beside.items():
+        if len(rival.log_ratios) < 2:
+            continue
+        speedup, low, high = speedup_interval([rival.log_ratios])
+        out[name] = rival.stats.to_dict()
+        out["speedup" if name == "incumbent" else f"{name}_speedup"] = {
+            "value": speedup,
+            "interval": [low, high],
+            "blocks": len(rival.log_ratios),
+            "log_ratios": list(rival.log_ratios),
+        }
+    return out
 
 
 def _round_to_bf16(np: Any, array: Any) -> Any:
@@ -529,6 +566,21 @@ def _environment(np: Any, device: str = "cpu") -> dict[str, str]:
     }
 
 
+class _Only:
+    """Keeps exactly one implementation running: calling it with a link stops the one that
+    ran (a stopped process cannot load the machine) and continues the link."""
+
+    def __init__(self, control: Control, running: Link) -> None:
+        self.control = control
+        self.running = running
+
+    def __call__(self, link: Link) -> None:
+        if self.running is not link:
+            self.control.stop(self.running)
+            self.control.cont(link)
+            self.running = link
+
+
 class _WorkloadRun:
     """One workload: slots, calibration, sampling, the checked reservoir and the flags."""
 
@@ -550,7 +602,8 @@ class _WorkloadRun:
         self.calls = 0
         self.last_device: int | None = None
         self.overhead_ns = 0.0
-        self.log_ratios: list[float] = []
+        self.log_ratios: dict[str, list[float]] = {}
+        self.windows = 0  # the candidate's timed windows in ns, for the CPU account
         self.checked_seen = 0
         self._stop = "given"
         self.cpu: dict[str, int] = {}
@@ -580,14 +633,19 @@ class _WorkloadRun:
         return arrays
 
     def measure(
-        self, control: Control, candidate: Link, calibration: Link, incumbent: Link | None = None
+        self,
+        control: Control,
+        candidate: Link,
+        calibration: Link,
+        rivals: Mapping[str, Link] | None = None,
     ) -> _Measured:
         layout = self.slots.layout.to_dict()
-        rivals = [candidate] if incumbent is None else [candidate, incumbent]
+        others = list((rivals or {}).values())
+        measured = [candidate, *others]
         try:
-            for link in (calibration, *rivals):
+            for link in (calibration, *measured):
                 link.request(Op.SLOTS, {"slots": [layout] * _SLOTS_PER_WORKLOAD}, self.slots.fds)
-            for link in rivals:  # nothing of theirs runs while the channel is timed
+            for link in measured:  # nothing of theirs runs while the channel is timed
                 control.stop(link)
             overhead = self._calibrate(calibration)
             self.overhead_ns = overhead
@@ -595,13 +653,12 @@ class _WorkloadRun:
             control.cont(candidate)
             self._one_call(candidate, keep=True)  # the untimed first call, checked always
             _check_alone(control, candidate, self.flags, "after its first call")
-            if incumbent is None:
-                samples = self._sample(control, candidate)
-                theirs: list[float] = []
+            if others:
+                samples, theirs = self._side_by_side(control, candidate, others)
             else:
-                samples, theirs = self._side_by_side(control, candidate, incumbent)
+                samples, theirs = self._sample(control, candidate), {}
             _check_alone(control, candidate, self.flags, "after the timed calls")
-            for link in (calibration, *rivals):
+            for link in (calibration, *measured):
                 control.cont(link)
         finally:
             self.slots.close()
@@ -613,10 +670,11 @@ class _WorkloadRun:
                 f"{overhead / 1e3:.1f} us: no work was measured, the work is smaller than the "
                 "channel can time, or the channel was tampered with",
             )
-        if incumbent is None:
-            return _Measured(stats, overhead, self._checks(), self.cpu)
-        return _Measured(stats, overhead, self._checks(), self.cpu, self._stats(theirs),
-                         self.log_ratios)  # fmt: skip
+        beside = {
+            name: _Beside(self._stats(values), self.log_ratios[name])
+            for name, values in theirs.items()
+        }
+        return _Measured(stats, overhead, self._checks(), self.cpu, beside)
 
     def _value(self, wall: int) -> float:
         """A call's figure: the device time on a GPU, else the wall time less the channel's
@@ -629,60 +687,89 @@ class _WorkloadRun:
         return Stats.from_samples(values, unit="ns", stop=self._stop).to_unit(self.bench.time_unit)
 
     def _side_by_side(
-        self, control: Control, candidate: Link, incumbent: Link
-    ) -> tuple[list[float], list[float]]:
-        """Candidate and incumbent in interleaved blocks on the same inputs, in a random
-        order, the one not timed stopped; until the interval is decisive or the budget is
-        spent. Returns both implementations' figures; the blocks' log-ratios are kept."""
+        self, control: Control, candidate: Link, others: list[Link]
+    ) -> tuple[list[float], dict[str, list[float]]]:
+        """The candidate and its rivals in interleaved blocks on the same inputs, in a random
+        order each round, every one but the timed one stopped; until the interval against
+        the first rival settles (`_settled`) or the budget is spent. Returns the candidate's
+        figures and each rival's; each round's log-ratios are kept in `log_ratios`."""
         timing = self.bench.timing
-        control.stop(candidate)
-        control.cont(incumbent)
-        self._one_call(incumbent, keep=False)  # its own untimed first call
-        warm: dict[str, list[float]] = {}
-        for link, other in ((candidate, incumbent), (incumbent, candidate)):
-            control.stop(other)
-            control.cont(link)
-            started = time.perf_counter()
-            warm[link.name] = []
-            while time.perf_counter() - started < timing.warmup_s or not warm[link.name]:
-                warm[link.name].append(self._value(self._one_call(link, keep=link is candidate)))
-        typical = max(statistics.median(warm[candidate.name] + warm[incumbent.name]), 1.0)
-        block = int(min(max(timing.block_s * 1e9 / typical, 8), 256))
-        ours: list[float] = []
-        theirs: list[float] = []
-        self.log_ratios = []
+        everyone = [candidate, *others]
+        only = _Only(control, candidate)  # measure() left the candidate running, the rest stopped
+        block = self._block_size(everyone, only)
+        values: dict[str, list[float]] = {link.name: [] for link in everyone}
+        self.log_ratios = {link.name: [] for link in others}
+        decider = others[0]
+        only(candidate)
         before = control.inspect(candidate)
-        windows = 0
+        self.windows = 0
         started = time.perf_counter()
         self._stop = "max_samples"
-        while len(ours) < timing.max_samples:
-            inputs = [self._fresh_inputs() for _ in range(block)]
-            order = [candidate, incumbent] if self.pick.random() < 0.5 else [incumbent, candidate]
-            medians: dict[str, float] = {}
-            for link in order:
-                other = incumbent if link is candidate else candidate
-                control.stop(other)
-                control.cont(link)
-                values = []
-                for drawn in inputs:
-                    wall = self._one_call(link, keep=link is candidate, inputs=drawn)
-                    values.append(self._value(wall))
-                    if link is candidate:
-                        windows += wall
-                (ours if link is candidate else theirs).extend(values)
-                medians[link.name] = statistics.median(values)
-            self.log_ratios.append(math.log(medians[candidate.name] / medians[incumbent.name]))
-            if len(self.log_ratios) < timing.min_block_pairs:
+        while len(values[candidate.name]) < timing.max_samples:
+            medians = self._round(everyone, only, block, values)
+            for link in others:
+                ratio = math.log(medians[candidate.name] / medians[link.name])
+                self.log_ratios[link.name].append(ratio)
+            if len(self.log_ratios[decider.name]) < timing.min_block_pairs:
                 continue
-            _, low, high = speedup_interval([self.log_ratios])
-            if decisive(low, high, self.bench.margin):
+            _, low, high = speedup_interval([self.log_ratios[decider.name]])
+            if self._settled(decider, low, high):
                 self._stop = "decided"
                 break
             if time.perf_counter() - started >= 2 * timing.budget_s:
                 self._stop = "budget"
                 break
-        self._account(before, control.inspect(candidate), windows)
-        return ours, theirs
+        only(candidate)
+        self._account(before, control.inspect(candidate), self.windows)
+        return values.pop(candidate.name), values
+
+    def _block_size(self, everyone: list[Link], only: _Only) -> int:
+        """Calls per block, about `block_s` of the slowest-typical call; after each rival's
+        untimed first call and everyone's warm-up, which look like the timed calls."""
+        timing = self.bench.timing
+        candidate = everyone[0]
+        for link in everyone[1:]:
+            only(link)
+            self._one_call(link, keep=False)
+        warm: list[float] = []
+        for link in everyone:
+            only(link)
+            started, count = time.perf_counter(), 0
+            while time.perf_counter() - started < timing.warmup_s or not count:
+                warm.append(self._value(self._one_call(link, keep=link is candidate)))
+                count += 1
+        typical = max(statistics.median(warm), 1.0)
+        return int(min(max(timing.block_s * 1e9 / typical, 8), 256))
+
+    def _round(
+        self, everyone: list[Link], only: _Only, block: int, values: dict[str, list[float]]
+    ) -> dict[str, float]:
+        """One block of every implementation on the same fresh inputs, in a random order;
+        each one's block median."""
+        candidate = everyone[0]
+        inputs = [self._fresh_inputs() for _ in range(block)]
+        medians: dict[str, float] = {}
+        for index in self.pick.permutation(len(everyone)):
+            link = everyone[int(index)]
+            only(link)
+            timed = []
+            for drawn in inputs:
+                wall = self._one_call(link, keep=link is candidate, inputs=drawn)
+                timed.append(self._value(wall))
+                if link is candidate:
+                    self.windows += wall
+            values[link.name].extend(timed)
+            medians[link.name] = statistics.median(timed)
+        return medians
+
+    def _settled(self, decider: Link, low: float, high: float) -> bool:
+        """Whether sampling can stop: against the incumbent, once the interval clears the
+        margin or falls short of it; against the reference alone (a new kernel, scored but
+        not judged), once the interval is narrower than the margin."""
+        margin = self.bench.margin
+        if decider.name == "incumbent":
+            return decisive(low, high, margin)
+        return high <= low * (1 + margin)
 
     def _calibrate(self, calibration: Link) -> float:
         """The channel's cost of a call: on a CPU the no-op's wall time, on a GPU the part of

@@ -32,6 +32,7 @@ __all__ = [
     "Comparison",
     "compare_side_by_side",
     "decisive",
+    "reference_score",
     "speedup_interval",
 ]
 
@@ -72,6 +73,19 @@ def speedup_interval(
     high = draws[math.ceil((1 - tail) * (resamples - 1))]
     # A smaller log-ratio is a bigger speed-up: the interval's ends swap.
     return math.exp(-estimate), math.exp(-high), math.exp(-low)
+
+
+def reference_score(log_ratios: Sequence[Sequence[float]]) -> dict[str, object]:
+    """The board's score of a challenger: its speed-up over the board's pinned reference,
+    measured side by side, with the interval (the `score` of the result document)."""
+    speedup, low, high = speedup_interval(log_ratios)
+    return {
+        "against": "reference",
+        "speedup": speedup,
+        "interval": [low, high],
+        "confidence": CONFIDENCE,
+        "blocks": sum(len(group) for group in log_ratios),
+    }
 
 
 def decisive(low: float, high: float, margin: float) -> bool:

@@ -23,7 +23,7 @@ from kz_package.errors import (
     PackageError,
     Problem,
 )
-from kz_package.judge import JUDGE_FILES, JUDGE_PARTS, judge_changes
+from kz_package.judge import JUDGE_FILES, JUDGE_PARTS, REFERENCE_DIR, judge_changes
 from kz_package.limits import MIB, Limits
 from kz_package.memread import (
     MemoryBudgetExceeded,
@@ -50,6 +50,7 @@ __all__ = [
     "PACKAGE_DIR",
     "PACKAGE_FILES",
     "PACKAGE_TOO_LARGE",
+    "REFERENCE_DIR",
     "UNSAFE_ARCHIVE",
     "Desc",
     "Limits",

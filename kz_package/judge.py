@@ -21,6 +21,7 @@ __all__ = [
     "BOARD_JUDGE_FILES",
     "JUDGE_FILES",
     "JUDGE_PARTS",
+    "REFERENCE_DIR",
     "board_judge_changes",
     "judge_changes",
 ]
@@ -31,6 +32,9 @@ BOARD_JUDGE_FILES = ("benchmark.py", "build_test_env.py")
 # The files of `.kernel_package/` that main's judge bundle carries to runners (the judge parts
 # plus the baseline to beat).
 JUDGE_FILES = ("desc.yaml", "bench_result.yaml", "benchmark.py", "build_test_env.py")
+# The folder of a bundle that holds the board's pinned reference (its `src/`), which runners
+# measure beside every challenger for the board's score.
+REFERENCE_DIR = "reference"
 
 
 def _file_bytes(root: Path | PackageFiles, name: str) -> bytes | None:

@@ -240,9 +240,11 @@ def main_files(files: FileMap) -> dict[str, tuple[int, bytes]]:
     }
 
 
-def judge_bundle(files: FileMap) -> bytes:
-    """The canonical tar.gz of main's bundle of a kernel (see `main_files`)."""
-    judge = main_files(files)
+def judge_bundle(files: FileMap, reference: FileMap | None = None) -> bytes:
+    """The canonical tar.gz of main's bundle of a kernel (see `main_files`), with its board's
+    pinned `reference/` folder (kz_projector/reference.py) when it has one. Only the platform
+    adds that folder: a package's own `reference/` never reaches a bundle."""
+    judge = {**main_files(files), **(reference or {})}
     out = io.BytesIO()
     if judge:
         pack_files(judge, out)

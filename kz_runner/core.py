@@ -34,6 +34,7 @@ from kz_runner.workdir import (
     lay_out,
     make_task_dir,
     reads_in_memory,
+    reference_files,
     remove_tree,
     write_incumbent,
 )
@@ -218,12 +219,14 @@ class Runner:
                 return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
             task.phase = "run"
             incumbent = write_incumbent(incumbent_files(bundle), Path(f"{base}.incumbent"))
+            reference = write_incumbent(reference_files(bundle), Path(f"{base}.reference"))
             spec = TaskSpec(
                 kernel_id=KernelId.parse(task.lease.kernel_id),
                 arch=task.lease.arch,
                 workdir=workdir,
                 baseline_path=baseline_path(workdir, judge),
                 incumbent=incumbent,
+                reference=reference,
                 cpu=self.options.cpu,
                 step_timeout_s=self.options.step_timeout_s,
                 task_timeout_s=self.options.task_timeout_s,
@@ -239,6 +242,7 @@ class Runner:
         finally:
             self._remove(base)
             self._remove(Path(f"{base}.incumbent"))
+            self._remove(Path(f"{base}.reference"))
 
     def _remove(self, base: Path) -> None:
         if self.options.keep_workdirs:

@@ -74,6 +74,7 @@ class TaskSpec:
     harness_path: Path
     baseline_path: Path | None = None
     incumbent: Path | None = None  # main's src/ of the kernel, measured beside the candidate
+    reference: Path | None = None  # the board's pinned reference src/, measured beside it too
     cpu: int | None = None  # the CPU the judge and its workers are pinned to (None: the last)
     step_timeout_s: float = 300.0
     task_timeout_s: float = 600.0
@@ -285,9 +286,10 @@ def _judge_step(
         src.mkdir()
     _readable(src)
     implementations = {"candidate": src}
-    if spec.incumbent is not None and spec.incumbent.is_dir():
-        _readable(spec.incumbent)
-        implementations["incumbent"] = spec.incumbent
+    for name, rival in (("incumbent", spec.incumbent), ("reference", spec.reference)):
+        if rival is not None and rival.is_dir():
+            _readable(rival)
+            implementations[name] = rival
     supervisor = Supervisor(
         run.backend,
         implementations=implementations,
@@ -374,6 +376,8 @@ def _host_paths(spec: TaskSpec, harness: Path) -> Callable[[bytes], bytes]:
     }
     if spec.incumbent is not None:
         names[spec.incumbent] = "<incumbent>"
+    if spec.reference is not None:
+        names[spec.reference] = "<reference>"
     if sys.prefix != sys.base_prefix:  # the runner's virtual environment
         names[Path(sys.prefix)] = "<venv>"
     return path_redactor(names)

@@ -16,7 +16,8 @@ import uuid
 from collections.abc import Callable
 from typing import BinaryIO
 
-from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
+from kz_events.bundles import runner_bundle
+from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.events import (
     EventMeta,
     RunnerDeregistered,
@@ -40,12 +41,10 @@ from kz_events.lifecycle import (
 )
 from kz_events.port import LogPort, Settle, TaskMessage, lease_signs
 from kz_events.subjects import (
-    JUDGES_BUCKET,
     LOGS_BUCKET,
     PACKAGES_BUCKET,
     aggregate_filter,
     event_subject,
-    judge_key,
 )
 from kz_runner.transport import Lease, Report, RunnerInfo
 
@@ -232,10 +231,7 @@ class NativeTransport:
         await self.log.get_object(PACKAGES_BUCKET, lease.package_digest, sink)
 
     async def fetch_judge(self, lease: Lease) -> bytes | None:
-        try:
-            return await self.log.get_object_bytes(JUDGES_BUCKET, judge_key(lease.kernel_id))
-        except ObjectNotFound:
-            return None
+        return await runner_bundle(self.log, lease.kernel_id)
 
     async def report(self, lease: Lease, report: Report) -> None:
         assert self.info is not None

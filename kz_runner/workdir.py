@@ -21,6 +21,7 @@ from kz_package import (
     JUDGE_FILES,
     MIB,
     PACKAGE_DIR,
+    REFERENCE_DIR,
     MemoryBudgetExceeded,
     PackageFiles,
     read_package,
@@ -39,6 +40,7 @@ __all__ = [
     "lay_out",
     "make_task_dir",
     "reads_in_memory",
+    "reference_files",
     "remove_tree",
     "write_incumbent",
 ]
@@ -74,11 +76,21 @@ def judge_files(bundle: bytes | None) -> dict[str, bytes]:
 
 def incumbent_files(bundle: bytes | None) -> dict[str, bytes]:
     """Main's `src/` of the kernel in its bundle (the incumbent), by path under `src/`."""
+    return _files_under(bundle, "src/")
+
+
+def reference_files(bundle: bytes | None) -> dict[str, bytes]:
+    """The board's pinned reference `src/` in a bundle (its `reference/src/`), by path under
+    `src/`."""
+    return _files_under(bundle, f"{REFERENCE_DIR}/src/")
+
+
+def _files_under(bundle: bytes | None, prefix: str) -> dict[str, bytes]:
     if bundle is None:
         return {}
     trusted = read_package_files(bundle)
-    return {rel.removeprefix("src/"): data for rel, (_mode, data) in trusted.items()
-            if rel.startswith("src/")}  # fmt: skip
+    return {rel.removeprefix(prefix): data for rel, (_mode, data) in trusted.items()
+            if rel.startswith(prefix)}  # fmt: skip
 
 
 def write_incumbent(files: dict[str, bytes], folder: Path) -> Path | None:

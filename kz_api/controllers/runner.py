@@ -37,9 +37,10 @@ from kz_api.runner_tasks import (
     verify_lease,
 )
 from kz_api.views import runner_doc
+from kz_events.bundles import runner_bundle
 from kz_events.errors import ObjectNotFound
 from kz_events.events import EventMeta, RunnerRegistered
-from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
+from kz_events.subjects import PACKAGES_BUCKET
 
 __all__ = ["RunnerController", "RunnersController"]
 
@@ -159,7 +160,10 @@ class RunnerController(Controller):
         self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], lease_token: LeaseHeader
     ) -> Response[bytes]:
         claim = _task_claim(ctx, runner, submission_id, lease_token)
-        return await _object(ctx, JUDGES_BUCKET, judge_key(claim.kernel_id), "judge bundle")
+        bundle = await runner_bundle(ctx.log, claim.kernel_id)
+        if bundle is None:
+            raise ApiError(404, "object_not_found", "main has no judge bundle for this kernel")
+        return Response(bundle, media_type="application/gzip")
 
 
 def _task_claim(

@@ -18,7 +18,8 @@ from projector_helpers import Clock, settings_for, store_package, submit_and_run
 from kz_events.eventlog import EventLog
 from kz_events.events import SubmissionCommitted
 from kz_events.server import EmbeddedServer
-from kz_events.subjects import JUDGES_BUCKET, judge_key
+from kz_events.subjects import JUDGES_BUCKET, judge_key, reference_key
+from kz_package.memread import read_package_files
 from kz_projector.audit import run_audit
 from kz_projector.packages import files_of_tree, judge_bundle
 from kz_projector.service import Projectors
@@ -124,9 +125,13 @@ async def test_sigkilled_projector_applies_every_result_exactly_once(
     assert set(trailers) == set(sids) and set(trailers.values()) == {2}
     with Repo(str(settings.kernel_repo_path)) as repo:  # runners get main's judge, crashes or not
         tree = repo[repo.refs[b"refs/heads/main"]].tree
+        key = reference_key("cpu/Norm/RMSNorm/fp32")
+        # pinned once, whatever the crashes
+        reference = read_package_files(await event_log.get_object_bytes(JUDGES_BUCKET, key))
         for kernel in {f"cpu/Norm/RMSNorm/fp32/k{i}" for i in range(4)}:
             stored = await event_log.get_object_bytes(JUDGES_BUCKET, judge_key(kernel))
-            assert stored == judge_bundle(files_of_tree(repo.object_store, tree, kernel))
+            files = files_of_tree(repo.object_store, tree, kernel)
+            assert stored == judge_bundle(files, reference)
     await Projectors(event_log, settings, clock=clock).catch_up()
     report = await run_audit(settings, clock=clock, elog=event_log)
     assert report.ok, report.lines()

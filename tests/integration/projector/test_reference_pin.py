@@ -1,0 +1,61 @@
+"""Each board pins its first kernel's src/ as its reference, and every bundle carries it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from projector_helpers import Clock, store_package, submit_and_run, write_package
+
+from kz_events.bundles import runner_bundle
+from kz_events.config import Settings
+from kz_events.eventlog import EventLog
+from kz_events.subjects import JUDGES_BUCKET, judge_key, reference_key
+from kz_package.memread import read_package_files
+from kz_projector.repo_read import KernelRepo
+from kz_projector.service import Projectors
+
+pytestmark = pytest.mark.integration
+
+BOARD = "cpu/Norm/RMSNorm/fp32"
+FIRST, SECOND, NEW = f"{BOARD}/first", f"{BOARD}/second", f"{BOARD}/not_on_main"
+
+
+async def _bundle(elog: EventLog, key: str) -> dict[str, bytes]:
+    data = await elog.get_object_bytes(JUDGES_BUCKET, key)
+    return {path: body for path, (_mode, body) in read_package_files(data).items()}
+
+
+async def test_the_first_commit_of_a_board_pins_its_reference_for_every_kernel(
+    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path
+) -> None:
+    slow = await store_package(event_log, write_package(tmp_path / "a", FIRST, variant="slow"))
+    await submit_and_run(event_log, clock, FIRST, slow, 4.0)
+    projectors = Projectors(event_log, settings, clock=clock)
+    await projectors.catch_up()
+    pinned_at = KernelRepo(settings.kernel_repo_path).history(FIRST, limit=10)[-1].commit
+
+    # Later commits, of the first kernel and of another, leave the pin where it was.
+    fast = await store_package(event_log, write_package(tmp_path / "b", FIRST, variant="fast"))
+    other = await store_package(event_log, write_package(tmp_path / "c", SECOND, variant="other"))
+    await submit_and_run(event_log, clock, FIRST, fast, 2.0)
+    await submit_and_run(event_log, clock, SECOND, other, 3.0)
+    await projectors.catch_up()
+
+    reference = await _bundle(event_log, reference_key(BOARD))
+    assert reference["reference/src/kernel.py"] == b"VARIANT = 'slow'\n"
+    assert json.loads(reference["reference/PINNED.json"]) == {
+        "kernel_id": FIRST,
+        "commit": pinned_at,
+    }
+    for kernel_id, incumbent in ((FIRST, b"VARIANT = 'fast'\n"), (SECOND, b"VARIANT = 'other'\n")):
+        bundle = await _bundle(event_log, judge_key(kernel_id))
+        assert bundle["src/kernel.py"] == incumbent  # main's src: the incumbent
+        assert bundle["reference/src/kernel.py"] == b"VARIANT = 'slow'\n"
+
+    # A kernel main does not hold yet is given the board's reference alone.
+    given = await runner_bundle(event_log, NEW)
+    assert given is not None
+    assert sorted(read_package_files(given)) == ["reference/PINNED.json", "reference/src/kernel.py"]
+    assert await runner_bundle(event_log, "cpu/GEMM/dense/fp32/elsewhere") is None
