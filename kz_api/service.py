@@ -5,11 +5,14 @@ the read models to see the append (so a client reads its own writes).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.readmodel import SubmissionView
+from kz_events.commands import Aggregate, CommandOf, execute
 from kz_events.errors import LogUnavailable
 from kz_events.events import Event
 from kz_events.ids import KernelId, parse_submission_id
@@ -20,6 +23,7 @@ __all__ = [
     "append_seen",
     "catch_up",
     "current_submission_view",
+    "execute_seen",
     "load_submission",
     "submission_view",
     "utcnow",
@@ -73,3 +77,25 @@ async def append_seen(
         expect = seq if expect is not None else None
     await ctx.models.wait_seq(seq, READ_YOUR_WRITES_S)
     return seq
+
+
+S = TypeVar("S")
+C = TypeVar("C")
+
+
+async def execute_seen(
+    ctx: ApiContext,
+    aggregate: Aggregate[S, C],
+    command: CommandOf[C, S],
+    *,
+    expected: S | None = None,
+    before_append: Callable[[list[Event]], Awaitable[None]] | None = None,
+) -> int:
+    """`kz_events.commands.execute`, then wait for the fold to see it; the last sequence
+    appended (0: the command was done already)."""
+    done = await execute(
+        ctx.log, aggregate, command, expected=expected, before_append=before_append
+    )
+    if done.seq:
+        await ctx.models.wait_seq(done.seq, READ_YOUR_WRITES_S)
+    return done.seq

@@ -16,13 +16,14 @@ from kz_api.auth import Submitter
 from kz_api.context import ApiContext
 from kz_api.errors import ApiError
 from kz_api.models import SubmitAnswer
-from kz_api.service import append_seen, catch_up, utcnow
+from kz_api.service import catch_up, execute_seen, utcnow
 from kz_api.upload import Upload
 from kz_api.views import status_doc
+from kz_events.commands import Submission
 from kz_events.errors import ObjectNotFound
-from kz_events.events import EventMeta, PackageSummary, TripwireHit
+from kz_events.events import Event, EventMeta, PackageSummary, TripwireHit
 from kz_events.ids import KernelId, new_submission_id
-from kz_events.lifecycle import SubmissionState, Submit, decide
+from kz_events.lifecycle import Admission, SubmissionState, Submit, admit
 from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 from kz_package import (
     MIB,
@@ -74,36 +75,26 @@ def check_form(upload: Upload, submitter: Submitter) -> KernelId:
     return kernel_id
 
 
-def _check_admission(
-    ctx: ApiContext, kernel_id: KernelId, submitter: Submitter, digest: str
-) -> None:
+def _admission(
+    ctx: ApiContext,
+    kernel_id: KernelId,
+    submitter: Submitter,
+    digest: str,
+    judge: JudgeRef | None = None,
+    changed: list[str] | None = None,
+) -> Admission:
+    """The facts the admission rules weigh (kz_events.lifecycle.admit), from the read models
+    and, once the package was read, the judge parts it changes."""
     models, kid = ctx.models, str(kernel_id)
-    lease = models.leases.get(kid)
-    if lease is not None and lease.held_at(utcnow()) and lease.holder != submitter.id:
-        until = lease.expires_at.isoformat() if lease.expires_at else None
-        raise ApiError(
-            409,
-            "claim_held",
-            f"{lease.holder} holds the optimisation lease on {kid} until {until}",
-            details={"holder": lease.holder, "expires_at": until},
-        )
-    limit = ctx.settings.max_open_submissions
-    if models.open_by_submitter[submitter.id] >= limit:
-        raise ApiError(
-            429,
-            "quota_exceeded",
-            f"at most {limit} open submissions per submitter, {submitter.id} has "
-            f"{models.open_by_submitter[submitter.id]}",
-            details={"limit": limit},
-        )
-    twin = models.open_digests.get((kid, digest))
-    if twin is not None:
-        raise ApiError(
-            409,
-            "duplicate_package",
-            f"an identical package for {kid} is still open as submission {twin}",
-            details={"submission_id": twin},
-        )
+    return Admission(
+        kernel_lease=models.leases.get(kid),
+        open_submissions=models.open_by_submitter[submitter.id],
+        max_open_submissions=ctx.settings.max_open_submissions,
+        open_twin=models.open_digests.get((kid, digest)),
+        judge_changes=list(changed or []),
+        board_judge=judge.board_kernel if judge is not None else None,
+        maintainer=submitter.maintainer,
+    )
 
 
 # An unpacked tree past this cap is checked on disk instead of in memory.
@@ -220,24 +211,6 @@ async def _board_judge(ctx: ApiContext, kernel_id: KernelId) -> JudgeRef | None:
     return JudgeRef(bundle, board_kernel=judge_kernel)
 
 
-def _refuse_judge_change(kernel_id: KernelId, judge: JudgeRef | None, changed: list[str]) -> None:
-    if judge is not None and judge.board_kernel is not None:
-        board = board_of(str(kernel_id))
-        raise ApiError(
-            403,
-            "harness_change_forbidden",
-            f"a new kernel on board {board} must carry the board's judge (that of "
-            f"{judge.board_kernel}); these differ: {', '.join(changed)}",
-            details={"changed": changed, "board": board, "board_judge": judge.board_kernel},
-        )
-    raise ApiError(
-        403,
-        "harness_change_forbidden",
-        f"only maintainers may change the judge of {kernel_id}: {', '.join(changed)}",
-        details={"changed": changed},
-    )
-
-
 async def _earlier_try(ctx: ApiContext, key: tuple[str, str]) -> str | None:
     """The submission an earlier try with this Idempotency-Key made, if any. A retry may reach
     this replica before its fold saw the first try's event, so catch up with the log first."""
@@ -260,7 +233,14 @@ async def accept_submission(
     async with held:
         if idempotency_key and (sid := await _earlier_try(ctx, lock_key)):
             return answer_for(ctx, sid)
-        _check_admission(ctx, kernel_id, submitter, upload.sha256)
+        # The rules decide(Submit) applies, asked before the package is read: a refused
+        # upload costs no validation.
+        admit(
+            str(kernel_id),
+            submitter.id,
+            _admission(ctx, kernel_id, submitter, upload.sha256),
+            utcnow(),
+        )
         bundle = await _judge_bundle(ctx, kernel_id)
         judge = JudgeRef(bundle) if bundle is not None else None
         if judge is None and not submitter.maintainer:
@@ -269,10 +249,9 @@ async def accept_submission(
         checked = await anyio.to_thread.run_sync(
             _validate_and_judge, package, kernel_id, judge, limits
         )
-        if checked.changed and not submitter.maintainer:
-            _refuse_judge_change(kernel_id, judge, checked.changed)
+        facts = _admission(ctx, kernel_id, submitter, upload.sha256, judge, checked.changed)
         return await _store_and_announce(
-            ctx, upload, kernel_id, submitter, idempotency_key, bundle, checked
+            ctx, upload, kernel_id, submitter, idempotency_key, bundle, checked, facts
         )
 
 
@@ -284,15 +263,19 @@ async def _store_and_announce(
     idempotency_key: str | None,
     judge: bytes | None,
     checked: Checked,
+    facts: Admission,
 ) -> SubmitAnswer:
     package = upload.package
     assert package is not None
-    # A `submitted` event is appended only after its package is stored, and packages are never
-    # deleted: one the log already names is there. Any other is put without asking first (a
-    # request less): the key is the content's digest, so a put of one that exists writes the
-    # same bytes again.
-    if upload.sha256 not in ctx.models.stored_packages:
-        await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, package)
+
+    async def store_package(_: list[Event]) -> None:
+        # Only for a submission the rules admit. A `submitted` event is appended only after
+        # its package is stored, and packages are never deleted: one the log already names is
+        # there. Any other is put without asking first (a request less): the key is the
+        # content's digest, so a put of one that exists writes the same bytes again.
+        if upload.sha256 not in ctx.models.stored_packages:
+            await ctx.log.put_object(PACKAGES_BUCKET, upload.sha256, package)
+
     sid = new_submission_id()
     command = Submit(
         meta=EventMeta.now(submitter.id),
@@ -311,9 +294,12 @@ async def _store_and_announce(
             TripwireHit(code=h.code, path=h.path, line=h.line, message=h.message)
             for h in checked.tripwire
         ],
+        admission=facts,
     )
-    events = decide(SubmissionState(), command)
-    seq = await append_seen(ctx, events, expect=0, expect_on=None)
+    aggregate = Submission.of(str(kernel_id), sid)
+    seq = await execute_seen(
+        ctx, aggregate, command, expected=SubmissionState(), before_append=store_package
+    )
     if sid not in ctx.models.submissions:
         # Stored, but the fold lags (the log is changing leader): answer from the event.
         return SubmitAnswer(

@@ -46,6 +46,7 @@ from kz_events.subjects import aggregate_filter
 __all__ = [
     "ATTEMPTS",
     "Aggregate",
+    "CommandOf",
     "Executed",
     "Kernel",
     "Submission",

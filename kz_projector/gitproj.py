@@ -19,15 +19,14 @@ from pathlib import Path
 from dulwich.repo import BaseRepo
 
 from kz_events.aio import stop_tasks
+from kz_events.commands import Submission, execute
 from kz_events.config import Settings
-from kz_events.errors import ConcurrencyConflict, RuleViolation
+from kz_events.errors import RuleViolation
 from kz_events.events import Event, EventMeta, SubmissionAccepted, UnknownEvent
 from kz_events.fanout import Follower
-from kz_events.ids import KernelId
-from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, decide, evolve, fold
+from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, evolve
 from kz_events.port import LogPort, Stored
 from kz_events.screen import Screen
-from kz_events.subjects import aggregate_filter
 from kz_projector.errors import BranchMoved
 from kz_projector.gitfold import Applied, GitFold
 from kz_projector.gitstore import FileMap, Person, close_repo, open_repo
@@ -255,37 +254,24 @@ class GitProjector:
             bench_result_commit=applied.bench_result,
             accepted_seq=applied.seq,
         )
-        state = self.subs.get(applied.submission_id)
-        for _ in range(5):
-            if state is None:
-                state = await self._load(applied.kernel_id, applied.submission_id)
-            try:
-                events = decide(state, command)
-            except RuleViolation as exc:
-                log.info("git projector: not announcing %s: %s", applied.submission_id, exc.message)
-                return
-            if not events:
-                return
-            try:
-                await self.elog.append(events[0], expect=state.version)
-                if existing:
-                    log.info(
-                        "git projector: re-announced the existing commit %s of %s "
-                        "(made by an earlier run; the log stores it once)",
-                        applied.bench_result,
-                        applied.submission_id,
-                    )
-                else:
-                    log.info(
-                        "git projector: committed %s as %s",
-                        applied.submission_id,
-                        applied.bench_result,
-                    )
-                return
-            except ConcurrencyConflict:
-                state = None
-        raise ConcurrencyConflict(f"could not announce {applied.submission_id}: kept conflicting")
-
-    async def _load(self, kernel_id: str, submission_id: str) -> SubmissionState:
-        subject = aggregate_filter("submission", KernelId.parse(kernel_id).arch, submission_id)
-        return fold(await self.elog.load(subject))
+        aggregate = Submission.of(applied.kernel_id, applied.submission_id)
+        try:
+            done = await execute(
+                self.elog, aggregate, command, expected=self.subs.get(applied.submission_id)
+            )
+        except RuleViolation as exc:
+            log.info("git projector: not announcing %s: %s", applied.submission_id, exc.message)
+            return
+        if not done.events:
+            return
+        if existing:
+            log.info(
+                "git projector: re-announced the existing commit %s of %s "
+                "(made by an earlier run; the log stores it once)",
+                applied.bench_result,
+                applied.submission_id,
+            )
+        else:
+            log.info(
+                "git projector: committed %s as %s", applied.submission_id, applied.bench_result
+            )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from kz_events.aio import stop_tasks
+from kz_events.commands import Submission, execute
 from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.events import (
     Event,
@@ -32,10 +33,10 @@ from kz_events.events import (
 )
 from kz_events.fanout import Follower
 from kz_events.ids import KernelId
-from kz_events.lifecycle import TERMINAL, Fail, Status, SubmissionState, decide, evolve, fold
+from kz_events.lifecycle import TERMINAL, Fail, Status, SubmissionState, evolve
 from kz_events.port import LogPort
 from kz_events.screen import Screen
-from kz_events.subjects import aggregate_filter, live_subject
+from kz_events.subjects import live_subject
 
 __all__ = [
     "Ending",
@@ -152,7 +153,7 @@ def lost_tasks(
 
 
 class Sweeper:
-    """Follows open submissions; ends the lapsed and overdue ones through `decide(Fail)`."""
+    """Follows open submissions; ends the lapsed and overdue ones with `Fail` (by `execute`)."""
 
     def __init__(
         self,
@@ -279,21 +280,24 @@ class Sweeper:
         return unheld
 
     async def fail(self, sid: str, reason: str, *, code: str = "runner_lost") -> bool:
+        """End an open submission as `failed`; False when the rules refuse (it ended
+        meanwhile) or it kept changing (the next pass looks again)."""
         state = self.subs.get(sid)
-        for _ in range(5):
-            if state is None:
-                return False
+        if state is None:
+            return False
+
+        def failing(_: SubmissionState) -> Fail:
             meta = EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor)
-            try:
-                events = decide(state, Fail(meta=meta, code=code, reason=reason))
-                await self.elog.append(events[0], expect=state.version)
-                return True
-            except RuleViolation:
-                return False
-            except ConcurrencyConflict:
-                arch = KernelId.parse(state.kernel_id).arch
-                state = fold(await self.elog.load(aggregate_filter("submission", arch, sid)))
-        return False
+            return Fail(meta=meta, code=code, reason=reason)
+
+        try:
+            await execute(self.elog, Submission.of(state.kernel_id, sid), failing, expected=state)
+        except RuleViolation:
+            return False
+        except ConcurrencyConflict:
+            log.warning("sweeper: %s kept changing; the next pass looks again", sid)
+            return False
+        return True
 
     async def on_exhausted(self, seq: int) -> None:
         """A `submitted` message ran out of deliveries: the queue no longer holds its task, so
