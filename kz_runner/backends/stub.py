@@ -1,9 +1,10 @@
 """A backend that runs nothing and answers deterministically, for tests of the rest.
 
 `src/stub.json` in the work dir may script the outcome: {"verdict": "accept" | "reject" |
-"build_fail" | "error" | "hang" | "invalid", "value": float}. Without it the step accepts
-with a value derived from the hash of the package's files, so the same package always
-gets the same number.
+"build_fail" | "error" | "hang" | "invalid", "value": float, "incumbent": float}. Without it
+the step accepts with a value derived from the hash of the package's files, so the same
+package always gets the same number. With `incumbent` the document carries the side-by-side
+figures a judge reports when it measured the incumbent beside the candidate.
 """
 
 from __future__ import annotations
@@ -70,16 +71,40 @@ def _script(workdir: Path) -> dict[str, Any]:
     return script
 
 
+def _stats(value: float) -> dict[str, Any]:
+    return {
+        **dict.fromkeys(("median", "mean", "min", "max", "p10", "p90"), value),
+        "stdev": 0.0,
+        "samples": [value],
+    }
+
+
+def _side_by_side(document: dict[str, Any], incumbent: float) -> dict[str, Any]:
+    """The document with the incumbent measured beside it (lower is better: speed-up =
+    incumbent / candidate), as kz_harness's judge writes it."""
+    speedup = incumbent / document["metric"]["value"]
+    interval = [speedup * 0.95, speedup * 1.05]
+    outcome = (
+        "faster" if interval[0] > 1.05 else "not_faster" if interval[1] < 1.05 else "inconclusive"
+    )
+    for workload in document["workloads"]:
+        workload["incumbent"] = _stats(incumbent)
+        workload["speedup"] = {"value": speedup, "interval": interval, "blocks": 6}
+    reason = f"{outcome.replace('_', ' ')}: {speedup:.3g}x the incumbent's speed (stub backend)"
+    document["comparison"] = {
+        "against": "incumbent", "outcome": outcome, "speedup": speedup, "interval": interval,
+        "confidence": 0.95, "margin": 0.05, "reason": reason,
+    }  # fmt: skip
+    return document
+
+
 def _document(accepted: bool, value: float, kernel_id: str) -> dict[str, Any]:
-    stats = dict.fromkeys(("median", "mean", "min", "max", "p10", "p90"), value)
     return {
         "schema_version": 1,
         "accepted": accepted,
         "reason": f"stub backend: {'accepted' if accepted else 'rejected'} {kernel_id}",
         "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
-        "workloads": [
-            {"name": "stub", "value": value, "stats": {**stats, "stdev": 0.0, "samples": [value]}}
-        ],
+        "workloads": [{"name": "stub", "value": value, "stats": _stats(value)}],
         "correctness": {
             "passed": True,
             "checks": [
@@ -146,5 +171,7 @@ class StubBackend:
             return _result(0, "stub benchmark: wrote an invalid document\n")
         value = float(script.get("value", package_value(package)))
         document = _document(verdict != "reject", value, step.env.get("KZ_KERNEL_ID", "?"))
+        if "incumbent" in script:
+            document = _side_by_side(document, float(script["incumbent"]))
         _send(result_fd, json.dumps(document).encode())
         return _result(0, f"stub benchmark: {verdict} value={value}\n")

@@ -88,6 +88,7 @@ export const api = {
       signal,
       headers: { 'X-Submitter-Id': submitterId() },
     }),
+  commit: (id, signal) => request(`/api/commits/${encodeURIComponent(id)}`, { signal }),
   logs: (url, signal) => request(url, { signal, as: 'text' }),
   runners: (signal) => request('/api/runners', { signal }),
   health: (signal) => request('/api/health', { signal, cache: 'no-store' }),

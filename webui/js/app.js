@@ -21,6 +21,7 @@ const FACTORIES = { boards: createBoardsView, board: createBoardsView };
 const LAZY = {
   kernel: () => import('./views/kernel.js').then((m) => m.createKernelView),
   submission: () => import('./views/submission.js').then((m) => m.createSubmissionView),
+  commit: () => import('./views/commit.js').then((m) => m.createCommitView),
   activity: () => import('./views/activity.js').then((m) => m.createActivityView),
 };
 

@@ -30,10 +30,16 @@ test('formatHash drops empty query values and sorts keys', () => {
   assert.equal(formatHash('board', { group: 'sm90/GEMM/dense/fp8' }, { sort: 'value', dir: 'desc' }), '#/board/sm90/GEMM/dense/fp8?dir=desc&sort=value');
   assert.equal(links.kernel('cpu/Norm/RMSNorm/fp32/numpy_ref'), '#/kernel/cpu/Norm/RMSNorm/fp32/numpy_ref');
   assert.equal(links.activity(), '#/activity');
+  assert.equal(links.commit('9206f0040f7280f25fee3954d05af20c5e19e137'), '#/commit/9206f0040f7280f25fee3954d05af20c5e19e137');
+});
+
+test('a commit id is a route of its own', () => {
+  assert.deepEqual(parseHash('#/commit/9206f0040f7280f25fee3954d05af20c5e19e137'), { view: 'commit', params: { id: '9206f0040f7280f25fee3954d05af20c5e19e137' }, query: {} });
+  assert.equal(parseHash('#/commit/a/b').view, 'notfound');
 });
 
 test('parse and format round-trip', () => {
-  for (const hash of ['#/', '#/activity', '#/board/gfx942/GEMM/dense/fp8?at=63&q=tile+256', '#/kernel/sm90/Norm/RMSNorm/bf16/torch_ref', '#/submission/abc']) {
+  for (const hash of ['#/', '#/activity', '#/board/gfx942/GEMM/dense/fp8?at=63&q=tile+256', '#/kernel/sm90/Norm/RMSNorm/bf16/torch_ref', '#/submission/abc', '#/commit/0571cc596a9049842bf22a7ccbf7cea0b82d0594']) {
     const r = parseHash(hash);
     assert.equal(formatHash(r.view, r.params, r.query), hash);
   }

@@ -1,8 +1,8 @@
 // Pure hash routing: parse "#/board/sm90/GEMM/dense/fp8?q=x&at=12" into a route and back.
 
-export const VIEWS = ['boards', 'board', 'kernel', 'submission', 'activity'];
+export const VIEWS = ['boards', 'board', 'kernel', 'submission', 'commit', 'activity'];
 
-const SEGMENTS = { board: 4, kernel: 5, submission: 1 };
+const SEGMENTS = { board: 4, kernel: 5, submission: 1, commit: 1 };
 
 function decode(part) {
   try {
@@ -24,7 +24,7 @@ export function parseHash(hash) {
   if (head === 'activity' && rest.length === 0) return { view: 'activity', params: {}, query };
   if (head === 'boards' && rest.length === 0) return { view: 'boards', params: {}, query };
   // A kernel id may arrive as one %2F-encoded segment.
-  const parts = rest.length === 1 && head !== 'submission' ? rest[0].split('/') : rest;
+  const parts = rest.length === 1 && head !== 'submission' && head !== 'commit' ? rest[0].split('/') : rest;
   if (SEGMENTS[head] !== undefined && parts.length === SEGMENTS[head]) {
     return { view: head, params: paramsFor(head, parts), query };
   }
@@ -52,6 +52,7 @@ export function formatHash(view, params = {}, query = {}) {
     path = `/board/${encodePath(group)}`;
   } else if (view === 'kernel') path = `/kernel/${encodePath(params.id)}`;
   else if (view === 'submission') path = `/submission/${encodeURIComponent(params.id)}`;
+  else if (view === 'commit') path = `/commit/${encodeURIComponent(params.id)}`;
   else if (view === 'activity') path = '/activity';
   else path = '/';
   const search = new URLSearchParams();
@@ -69,5 +70,6 @@ export const links = {
   board: (group, query = {}) => formatHash('board', { group }, query),
   kernel: (id) => formatHash('kernel', { id }),
   submission: (id) => formatHash('submission', { id }),
+  commit: (id) => formatHash('commit', { id }),
   activity: () => formatHash('activity'),
 };

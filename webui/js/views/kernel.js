@@ -9,7 +9,7 @@ import { locateKernel, normaliseScore, samplesOf, workloadParams } from '../lib/
 import { links } from '../lib/route.js';
 import { historyChart } from './chart.js';
 import { suspectBadge, unreviewedBadge } from './review.js';
-import { statusBadge } from './submission.js';
+import { commitLink, statusBadge } from './submission.js';
 
 function section(title, ...content) {
   return h('section', { class: 'card' }, h('h2', {}, title), ...content);
@@ -38,7 +38,8 @@ function workloadsTable(desc, score, current, scale) {
     h(
       'table',
       { class: 'dense' },
-      h('thead', {}, h('tr', {}, ['workload', 'params', `best${unit}`, 'median', 'p10', 'p90', 'stdev', 'samples', `current${unit}`].map((c, i) => h('th', { scope: 'col', class: i >= 2 ? 'num' : null }, c)))),
+      // A workload's value is the median of its samples: one column for both.
+      h('thead', {}, h('tr', {}, ['workload', 'params', `best${unit}`, 'p10', 'p90', 'stdev', 'samples', `current${unit}`].map((c, i) => h('th', { scope: 'col', class: i >= 2 ? 'num' : null, title: i === 2 ? "the best result's median" : null }, c)))),
       h(
         'tbody',
         {},
@@ -52,7 +53,7 @@ function workloadsTable(desc, score, current, scale) {
             h('td', { class: 'mono' }, name),
             h('td', { class: 'mono muted small' }, params(find(declared, name)) || '—'),
             h('td', { class: 'num strong' }, formatScaled(b?.value, scale)),
-            ['median', 'p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(s[k], scale))),
+            ['p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(s[k], scale))),
             h('td', { class: 'num' }, samplesOf(s)),
             h('td', { class: 'num' }, formatScaled(c?.value, scale)),
           );
@@ -71,6 +72,12 @@ function correctness(c) {
       ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['check', 'max abs err', 'max rel err', 'atol', 'rtol', ''].map((t, i) => h('th', { scope: 'col', class: i && i < 5 ? 'num' : null }, t)))), h('tbody', {}, checks.map((k) => h('tr', {}, h('td', { class: 'mono' }, k.name), ['max_abs_err', 'max_rel_err', 'atol', 'rtol'].map((f) => h('td', { class: 'num' }, typeof k[f] === 'number' ? k[f].toExponential(1) : '—')), h('td', {}, k.passed ? badge('ok', 'good') : badge('fail', 'bad')))))))
       : null,
   ];
+}
+
+/** Why an attempt ended as it did: a failure's error (its status says failed), else the judge's reason. */
+function attemptReason(s) {
+  if (s.error && (s.status === 'failed' || s.status === 'cancelled')) return `${s.error.code}: ${s.error.message}`;
+  return s.result?.reason ?? s.error?.message ?? '—';
 }
 
 function attemptsTable(subs, scale, now) {
@@ -94,8 +101,8 @@ function attemptsTable(subs, scale, now) {
             h('td', { class: 'nowrap' }, s.submitter_id ?? '—'),
             h('td', {}, statusBadge(s.status), suspectBadge(s.suspect)),
             h('td', { class: 'num' }, formatScaled(s.result?.metric_value ?? s.result?.value, scale)),
-            h('td', { class: 'reason' }, s.result?.reason ?? s.error?.message ?? '—'),
-            h('td', { class: 'mono muted' }, shortId(s.commits?.source, 10)),
+            h('td', { class: 'reason' }, attemptReason(s)),
+            h('td', { class: 'mono muted' }, commitLink(s.commits?.source, 10) ?? '—'),
           ),
         ),
       ),
@@ -142,7 +149,7 @@ function commitsSection(commits, now) {
   if (!commits?.length) return null;
   return section(
     'Commits on main',
-    h('ul', { class: 'commits' }, commits.map((c) => h('li', {}, h('span', { class: 'mono muted' }, shortId(c.id, 10)), ' ', h('span', {}, c.message.split('\n')[0]), h('span', { class: 'muted' }, ' · ', time(c.at, formatRelative(c.at, now)))))),
+    h('ul', { class: 'commits' }, commits.map((c) => h('li', {}, commitLink(c.id, 10), ' ', h('span', {}, c.message.split('\n')[0]), h('span', { class: 'muted' }, ' · ', time(c.at, formatRelative(c.at, now)))))),
   );
 }
 
@@ -200,7 +207,7 @@ export function createKernelView() {
   }
 
   function render(id, detail, history, subs, signal) {
-    const desc = detail.desc ?? detail;
+    const desc = detail.desc ?? {};
     const scoreboard = detail.scoreboard ?? detail.bench_result ?? {};
     const metric = { name: 'value', better: 'lower', unit: '', ...(desc.metric ?? scoreboard.metric ?? history.metric ?? {}) };
     const best = normaliseScore(scoreboard.best ?? history.best);
@@ -211,6 +218,7 @@ export function createKernelView() {
     const now = Date.now();
     fill(root, 
       header(id, desc, located, detail.board),
+      detail.source === 'submission' ? h('p', { class: 'state pending-kernel' }, h('strong', {}, 'Not on main yet. '), `No submission for ${id} has been accepted; what is shown comes from its latest submission's package and its attempts.`) : null,
       stats(metric, best, current, scoreboard, located, scale, now),
       desc.description ? h('section', { class: 'card prose' }, h('h2', {}, 'Description'), h('p', { class: 'description' }, desc.description)) : null,
       section(`Accepted results over time (${points.length})`, points.length ? historyChart(points, { metric, scale, onPick: (p) => p.submission_id && (location.hash = links.submission(p.submission_id)) }) : empty('No accepted result yet.', 'The chart fills in as results are accepted.')),

@@ -4,9 +4,10 @@
 import { api, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { TERMINAL, flattenSubmission, timeline } from '../lib/events.js';
-import { chooseScale, formatBytes, formatRelative, formatScaled, formatTimestamp, shortId } from '../lib/format.js';
+import { chooseScale, formatBytes, formatRelative, formatScaled, formatSpeedup, formatTimestamp, shortId } from '../lib/format.js';
 import { samplesOf } from '../lib/model.js';
 import { links } from '../lib/route.js';
+import { comparisonOf } from '../lib/verdict.js';
 import { suspectBadge, suspectReasons } from './review.js';
 
 const STATUS_TONE = { queued: 'info', running: 'warn', accepted: 'good', committed: 'good', rejected: 'bad', failed: 'bad', cancelled: 'muted' };
@@ -15,6 +16,12 @@ const LONG_POLL_S = 30;
 /** A badge for a submission status. */
 export function statusBadge(status) {
   return badge(status ?? 'unknown', STATUS_TONE[status] ?? 'muted');
+}
+
+/** A commit id as a link to its page (the full id as tooltip), or null. */
+export function commitLink(id, length = 40) {
+  if (!id) return null;
+  return h('a', { class: 'mono commit-link', href: links.commit(id), title: id }, length < 40 ? shortId(id, length) : id);
 }
 
 function meta(d, now) {
@@ -32,10 +39,10 @@ function meta(d, now) {
     row('runner', d.runner_id),
     row('created', d.created_at ? time(d.created_at, `${formatTimestamp(d.created_at)} (${formatRelative(d.created_at, now)})`) : null),
     row('updated', d.updated_at ? time(d.updated_at, `${formatTimestamp(d.updated_at)} (${formatRelative(d.updated_at, now)})`) : null),
-    row('source commit', d.commits?.source ? h('span', { class: 'mono' }, d.commits.source) : null),
-    row('bench-result commit', d.commits?.bench_result ? h('span', { class: 'mono' }, d.commits.bench_result) : null),
+    row('source commit', commitLink(d.commits?.source)),
+    row('bench-result commit', commitLink(d.commits?.bench_result)),
     row('package', d.package_digest ? h('span', { class: 'mono', title: d.package_digest }, `${shortId(d.package_digest, 12)}${Number.isFinite(d.package_size) ? ` · ${formatBytes(d.package_size)}` : ''}`) : null),
-    d.base_commit ? row('base commit', h('span', { class: 'mono' }, d.base_commit)) : null,
+    d.base_commit ? row('base commit', commitLink(d.base_commit)) : null,
     row('log version', d.version !== undefined ? h('span', { class: 'mono' }, `#${d.version}`) : null),
   );
 }
@@ -50,21 +57,64 @@ function timelineList(d) {
   );
 }
 
-function resultSection(result) {
+/**
+ * The result box. Its badge is the submission's status, the one the header shows: the judge's
+ * own verdict in the document (`accepted`) is what the platform then decided on, not a second
+ * status (a document the referee refused is `failed`, whatever the judge said).
+ */
+function resultSection(d, result, best) {
   if (!result) return empty('No result yet.', 'The result appears when a runner reports it.');
   const metric = result.metric ?? {};
   const value = metric.value ?? result.value;
-  const scale = chooseScale([value, ...(result.workloads ?? []).map((w) => w.value)].filter(Number.isFinite), metric.unit ?? result.unit);
-  const verdict = result.accepted === undefined ? result.verdict : result.accepted ? 'accepted' : 'rejected';
+  const comparison = comparisonOf(result, best);
+  const values = [value, ...(result.workloads ?? []).map((w) => w.value), ...(comparison?.rows ?? []).map((r) => r.other)];
+  const scale = chooseScale(values.filter(Number.isFinite), metric.unit ?? result.unit);
   const workloads = result.workloads ?? [];
+  const shown = Number.isFinite(value) ? `${formatScaled(value, scale)} ${scale.unit ?? ''}` : 'no value';
   return [
-    h('p', { class: 'verdict' }, verdict ? statusBadge(verdict === true ? 'accepted' : verdict) : null, ' ', h('span', { class: 'big mono' }, `${formatScaled(value, scale)} ${scale.unit ?? ''}`), metric.name ? h('span', { class: 'muted' }, ` ${metric.name}`) : null, result.reason ? h('span', { class: 'reason' }, ` — ${result.reason}`) : null),
+    h('p', { class: 'verdict' }, TERMINAL.has(d.status) ? statusBadge(d.status) : null, ' ', h('span', { class: 'big mono' }, shown), metric.name ? h('span', { class: 'muted' }, ` ${metric.name}`) : null, result.reason ? h('span', { class: 'reason' }, ` — judge: ${result.reason}`) : null),
+    comparisonTable(comparison, scale),
     workloads.length
-      ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['workload', `value (${scale.unit})`, 'median', 'p10', 'p90', 'stdev', 'samples'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))), h('tbody', {}, workloads.map((w) => h('tr', {}, h('td', { class: 'mono' }, w.name), h('td', { class: 'num strong' }, formatScaled(w.value, scale)), ['median', 'p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(w.stats?.[k], scale))), h('td', { class: 'num' }, samplesOf(w.stats)))))))
+      ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['workload', `value (${scale.unit})`, 'p10', 'p90', 'stdev', 'samples'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null, title: i === 1 ? 'the median of the samples' : null }, t)))), h('tbody', {}, workloads.map((w) => h('tr', {}, h('td', { class: 'mono' }, w.name), h('td', { class: 'num strong' }, formatScaled(w.value, scale)), ['p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(w.stats?.[k], scale))), h('td', { class: 'num' }, samplesOf(w.stats)))))))
       : null,
     result.correctness ? h('p', {}, 'correctness: ', result.correctness.passed ? badge('passed', 'good') : badge('failed', 'bad'), ` ${(result.correctness.checks ?? []).map((c) => `${c.name}${c.passed ? '' : ' ✗'}`).join(', ')}`) : null,
     result.environment ? h('p', { class: 'muted small mono' }, Object.entries(result.environment).map(([k, v]) => `${k}: ${v}`).join(' · ')) : null,
   ];
+}
+
+function interval(pair) {
+  return pair ? `${formatSpeedup(pair[0])}–${formatSpeedup(pair[1])}` : '—';
+}
+
+/** Per workload: this run, what it was set against, and the speed-up (with its interval). */
+function comparisonTable(c, scale) {
+  if (!c) return null;
+  const them = c.against === 'incumbent' ? 'incumbent' : 'current best';
+  const speed = (x) => (x === null ? '—' : formatSpeedup(x));
+  const tone = (x) => (x === null ? '' : x > 1 ? ' up' : x < 1 ? ' down' : '');
+  return h(
+    'div',
+    { class: 'comparison' },
+    h('h3', {}, c.against === 'incumbent' ? 'Side by side with the incumbent' : 'Against the current best'),
+    c.speedup !== null ? h('p', { class: 'muted small' }, `overall ${speed(c.speedup)}${c.interval ? ` (interval ${interval(c.interval)})` : ''}${c.outcome ? ` · ${c.outcome.replaceAll('_', ' ')}` : ''}`) : null,
+    h('div', { class: 'table-wrap' }, h('table', { class: 'dense compare' },
+      h('thead', {}, h('tr', {}, ['workload', `this run (${scale.unit})`, `${them} (${scale.unit})`, 'speed-up', 'interval'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))),
+      h('tbody', {}, c.rows.map((r) => h('tr', {}, h('td', { class: 'mono' }, r.name), h('td', { class: 'num strong' }, formatScaled(r.value, scale)), h('td', { class: 'num' }, formatScaled(r.other, scale)), h('td', { class: `num${tone(r.speedup)}` }, speed(r.speedup)), h('td', { class: 'num muted' }, interval(r.interval))))),
+    )),
+  );
+}
+
+/** The board's best to set a run against when its judge measured no incumbent (null: none). */
+async function bestFor(d, doc, signal) {
+  const measured = (doc?.workloads ?? []).filter((w) => Number.isFinite(w.value));
+  if (!['rejected', 'accepted', 'committed'].includes(d.status) || measured.length === 0 || measured.some((w) => w.incumbent)) return null;
+  try {
+    const best = (await api.kernel(d.kernel_id, signal))?.scoreboard?.best ?? null;
+    return best && best.submission_id !== d.submission_id ? best : null;
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
+    return null; // a new kernel has no best to compare with
+  }
 }
 
 function logUrl(d) {
@@ -81,11 +131,11 @@ export function createSubmissionView() {
     const d = flattenSubmission(await api.submission(id, signal));
     const url = logUrl(d);
     const log = url ? await api.logs(url, signal).catch((e) => (e.name === 'AbortError' ? Promise.reject(e) : `(log unavailable: ${e.message})`)) : null;
-    render(d, log);
+    render(d, log, await bestFor(d, d.result_document, signal));
     return d;
   }
 
-  function render(d, log) {
+  function render(d, log, best) {
     const now = Date.now();
     const following = !TERMINAL.has(d.status);
     setTitle(`submission ${shortId(id)}`, d.status);
@@ -93,7 +143,7 @@ export function createSubmissionView() {
     fill(root, 
       h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), suspectBadge(d.suspect), following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
       h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(d))),
-      h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d.result_document ?? d.result)),
+      h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d, d.result_document ?? d.result, best)),
       h('section', { class: 'card' }, h('h2', {}, 'Log'), log !== null ? h('pre', { class: 'log', tabindex: 0 }, log || '(empty log)') : empty(following ? 'The log appears when the run ends.' : 'No log for this submission.')),
     );
     if (window.scrollY !== scroll) window.scrollTo(0, scroll);
