@@ -37,6 +37,7 @@ from kz_events.events import (
     TripwireHit,
     UnknownEvent,
 )
+from kz_harness.sidebyside import document_verdict
 
 __all__ = [
     "HOLDER_GONE_AFTER",
@@ -486,12 +487,18 @@ def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
             )
         ]
     assert res.result is not None
-    reason = str(res.result.get("reason", ""))
-    if res.outcome == "rejected" or not res.result.get("accepted"):
+    document = res.result
+    # The platform's rule over the samples when the document has them; else its own verdict.
+    rederived = document_verdict(document)
+    if rederived is None:
+        accepted = res.outcome != "rejected" and bool(document.get("accepted"))
+        reason = str(document.get("reason", ""))
+    else:  # the verdict recorded is the platform's, and the document says so
+        accepted, reason = rederived
+        document = {**document, "accepted": accepted, "reason": reason}
+    if not accepted:
         return [
-            SubmissionRejected(
-                **ids, reason=reason or "the benchmark rejected it", result=res.result
-            )
+            SubmissionRejected(**ids, reason=reason or "the benchmark rejected it", result=document)
         ]
     return [
         SubmissionAccepted(
@@ -501,7 +508,7 @@ def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
             attempt=res.attempt,
             package_digest=state.package_digest,
             message=cmd.message,
-            result=res.result,
+            result=document,
             result_seq=cmd.result_seq,
             environment=res.environment,
         )

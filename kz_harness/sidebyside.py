@@ -19,9 +19,10 @@ import hashlib
 import math
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
+from typing import Any
 
 from kz_harness.errors import HarnessError
 
@@ -32,6 +33,7 @@ __all__ = [
     "Comparison",
     "compare_side_by_side",
     "decisive",
+    "document_verdict",
     "reference_score",
     "speedup_interval",
 ]
@@ -134,3 +136,45 @@ def compare_side_by_side(log_ratios: Sequence[Sequence[float]], margin: float) -
     if high < 1 + margin:
         return Comparison(NOT_FASTER, speedup, low, high, margin, f"not faster: {figures}")
     return Comparison(INCONCLUSIVE, speedup, low, high, margin, f"inconclusive: {figures}")
+
+
+def _log_ratios(document: Mapping[str, Any], field: str) -> list[list[float]] | None:
+    """Every workload's block log-ratios under `field`; None unless each has two or more."""
+    workloads = document.get("workloads")
+    if not isinstance(workloads, list) or not workloads:
+        return None
+    groups: list[list[float]] = []
+    for workload in workloads:
+        figures = workload.get(field) if isinstance(workload, dict) else None
+        ratios = figures.get("log_ratios") if isinstance(figures, dict) else None
+        if not isinstance(ratios, list) or len(ratios) < 2:
+            return None
+        if not all(isinstance(r, int | float) and math.isfinite(r) for r in ratios):
+            return None
+        groups.append([float(r) for r in ratios])
+    return groups
+
+
+def document_verdict(document: Mapping[str, Any]) -> tuple[bool, str] | None:
+    """The platform's verdict on a result document that carries side-by-side samples against
+    the incumbent: (accepted, reason), re-derived from the block log-ratios with the board's
+    margin, whatever the document says of itself; None for a document without them (a first
+    result, an incumbent that could not be measured, or a judge from before side-by-side
+    verdicts), whose own verdict stands.
+
+    A wrong output is never accepted; a correct one is accepted only when *faster*. The same
+    samples give the same verdict (the bootstrap is seeded from them), so a replay of the log
+    re-derives every verdict the referee appended.
+    """
+    comparison = document.get("comparison")
+    if not isinstance(comparison, dict) or comparison.get("against") != "incumbent":
+        return None
+    ratios = _log_ratios(document, "speedup")
+    margin = comparison.get("margin")
+    if ratios is None or not isinstance(margin, int | float) or not 0 <= margin < 1:
+        return None
+    correctness = document.get("correctness")
+    if not isinstance(correctness, dict) or correctness.get("passed") is not True:
+        return False, str(document.get("reason") or "output does not match the reference")
+    verdict = compare_side_by_side(ratios, float(margin))
+    return verdict.faster, verdict.reason

@@ -597,3 +597,38 @@ def test_every_submission_event_is_folded() -> None:
         after = evolve(before, event, 7)
         assert after != before
         assert after.version == 7
+
+
+def _side_by_side(log_ratio: float, *, accepted: bool) -> dict[str, Any]:
+    """A result document with samples against the incumbent: 16 block pairs per workload,
+    each a speed-up of exp(-log_ratio) give or take a little."""
+    blocks = [log_ratio + 0.004 * ((i * 7) % 5 - 2) for i in range(16)]
+    return {
+        **document(accepted=accepted),
+        "correctness": {"passed": True, "checks": []},
+        "workloads": [{"name": "w", "value": 1.0, "speedup": {"log_ratios": blocks}}],
+        "comparison": {"against": "incumbent", "margin": 0.05, "outcome": "faster"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("log_ratio", "claimed", "verdict"),
+    [
+        (0.0, True, SubmissionRejected),  # identical code that says it is faster
+        (-0.3, False, SubmissionAccepted),  # 1.35x faster, though the judge said no
+    ],
+)
+def test_the_verdict_is_rederived_from_the_samples(
+    log_ratio: float, claimed: bool, verdict: type
+) -> None:
+    """With side-by-side samples in the result the platform's rule decides, whatever the
+    document's `accepted` or the runner's outcome say, and its reason states the figures."""
+    outcome = "accepted" if claimed else "rejected"
+    state = run(
+        state_in("running"),
+        report(outcome=outcome, result=_side_by_side(log_ratio, accepted=claimed)),
+    )
+    [event] = decide(state, judge_of(state))
+    assert isinstance(event, verdict)
+    assert event.result["accepted"] is (verdict is SubmissionAccepted)
+    assert "x the incumbent's speed, side by side" in event.result["reason"]
