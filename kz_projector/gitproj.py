@@ -38,6 +38,7 @@ from kz_projector.packages import (
     put_judge_bundle,
     restore_judge_bundles,
 )
+from kz_projector.reference import References
 
 __all__ = ["COMMITTED_NS", "GitProjector", "committed_event_id", "utcnow"]
 
@@ -89,6 +90,7 @@ class GitProjector:
         self.unflushed: list[Applied] = []
         self.batch = batch
         self.judges: dict[str, FileMap] = {}  # kernel id → the judge files stored last
+        self.references = References(elog)
         self.screen = Screen("git projector")  # what it skips; a new one per fold from the start
 
     @property
@@ -158,10 +160,15 @@ class GitProjector:
                     announcing.create_task(self.announce(applied))
 
     async def _store_bundles(self, done: list[Applied]) -> None:
-        latest = {applied.kernel_id: main_files(applied.files) for applied in done}
-        for kernel_id, judge in latest.items():
+        latest: dict[str, Applied] = {}
+        for applied in done:  # in log order: a board's first commit pins its reference
+            await self.references.folder(applied.kernel_id, applied.source, applied.files)
+            latest[applied.kernel_id] = applied
+        for kernel_id, applied in latest.items():
+            reference = await self.references.folder(kernel_id, applied.source, applied.files)
+            judge = {**main_files(applied.files), **reference}
             if self.judges.get(kernel_id) != judge:  # most commits leave the judge as it was
-                await put_judge_bundle(self.elog, kernel_id, judge_bundle(judge))
+                await put_judge_bundle(self.elog, kernel_id, judge_bundle(applied.files, reference))
                 self.judges[kernel_id] = judge
 
     async def catch_up(self) -> int:
