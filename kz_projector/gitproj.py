@@ -162,10 +162,13 @@ class GitProjector:
     async def _store_bundles(self, done: list[Applied]) -> None:
         latest: dict[str, Applied] = {}
         for applied in done:  # in log order: a board's first commit pins its reference
-            await self.references.folder(applied.kernel_id, applied.source, applied.files)
+            # An import is one commit (in `bench_result`); a submission's source commit holds
+            # its src/.
+            commit = applied.source or applied.bench_result
+            await self.references.folder(applied.kernel_id, commit, applied.files)
             latest[applied.kernel_id] = applied
         for kernel_id, applied in latest.items():
-            reference = await self.references.folder(kernel_id, applied.source, applied.files)
+            reference = await self.references.folder(kernel_id, None, applied.files)
             judge = {**main_files(applied.files), **reference}
             if self.judges.get(kernel_id) != judge:  # most commits leave the judge as it was
                 await put_judge_bundle(self.elog, kernel_id, judge_bundle(applied.files, reference))

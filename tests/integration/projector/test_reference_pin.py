@@ -13,6 +13,7 @@ from kz_events.config import Settings
 from kz_events.eventlog import EventLog
 from kz_events.subjects import JUDGES_BUCKET, judge_key, reference_key
 from kz_package.memread import read_package_files
+from kz_projector.importer import import_path
 from kz_projector.repo_read import KernelRepo
 from kz_projector.service import Projectors
 
@@ -59,3 +60,20 @@ async def test_the_first_commit_of_a_board_pins_its_reference_for_every_kernel(
     assert given is not None
     assert sorted(read_package_files(given)) == ["reference/PINNED.json", "reference/src/kernel.py"]
     assert await runner_bundle(event_log, "cpu/GEMM/dense/fp32/elsewhere") is None
+
+
+async def test_an_imported_board_pins_its_first_kernel_as_imported(
+    event_log: EventLog, settings: Settings, clock: Clock, tmp_path: Path
+) -> None:
+    folder = tmp_path / "kernels"
+    write_package(folder / "a", FIRST, variant="imported")
+    write_package(folder / "b", SECOND, variant="second")
+    await import_path(event_log, folder, submitter="zoo", clock=clock)
+    await Projectors(event_log, settings, clock=clock).catch_up()
+    reference = await _bundle(event_log, reference_key(BOARD))
+    assert reference["reference/src/kernel.py"] == b"VARIANT = 'imported'\n"
+    pinned = json.loads(reference["reference/PINNED.json"])
+    assert pinned["kernel_id"] == FIRST
+    assert pinned["commit"] == KernelRepo(settings.kernel_repo_path).history(FIRST)[-1].commit
+    second = await _bundle(event_log, judge_key(SECOND))
+    assert second["reference/src/kernel.py"] == b"VARIANT = 'imported'\n"
