@@ -1,0 +1,93 @@
+"""The lease service on the in-memory log: claims, results, hand-backs and the one rule by which
+a runner settles its delivery."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from kz_events.errors import RuleViolation
+from kz_events.events import SubmissionSubmitted, TaskHeartbeat
+from kz_events.leasing import LeaseService, ResultReport, settle_rule
+from kz_events.lifecycle import RELEASED_PHASE, Status, SubmissionState
+from kz_events.memlog import MemoryLog
+from kz_events.port import Settle
+from kz_events.subjects import LOGS_BUCKET, live_subject
+
+pytestmark = pytest.mark.unit
+
+KID = "cpu/Norm/RMSNorm/fp32/numpy_ref"
+REPORT = ResultReport(
+    outcome="timed_out", result=None, environment={}, duration_s=1.0, log=b"ran", timings={}
+)
+
+
+async def queued(log: MemoryLog) -> str:
+    sid = str(uuid.uuid4())
+    await log.append(
+        SubmissionSubmitted(
+            event_id=str(uuid.uuid4()),
+            occurred_at=datetime.now(UTC),
+            actor="alice",
+            submission_id=sid,
+            kernel_id=KID,
+            submitter_id="alice",
+            package_digest="d" * 64,
+            package_size=10,
+        )
+    )
+    return sid
+
+
+@pytest.mark.parametrize(
+    ("state", "settle"),
+    [
+        (SubmissionState(status=Status.CANCELLED, lease_id="mine"), Settle.ACK),
+        (SubmissionState(status=Status.ACCEPTED, lease_id="mine"), Settle.ACK),
+        (SubmissionState(status=Status.RUNNING, lease_id="mine", result_seq=4), Settle.ACK),
+        (SubmissionState(status=Status.RUNNING, lease_id="mine"), Settle.NAK),
+        (SubmissionState(status=Status.RUNNING, lease_id="theirs"), None),
+    ],
+)
+def test_the_settle_rule(state: SubmissionState, settle: Settle | None) -> None:
+    """Ended work or a stored result is acknowledged, a current lease handed back, and another
+    runner's delivery left alone."""
+    assert settle_rule(state, "mine") is settle
+
+
+async def test_a_result_stores_its_log_and_acknowledges_the_task() -> None:
+    """A reported result is appended with its log, and the task leaves the queue."""
+    log = MemoryLog()
+    service = LeaseService(log, lease_s=30)
+    sid = await queued(log)
+    lease = await service.claim("r1", ["cpu"], 1)
+    assert lease is not None and lease.attempt == 1
+    state = await service.report(lease, REPORT)
+    assert state.result_seq is not None
+    assert await log.get_object_bytes(LOGS_BUCKET, f"{sid}-1") == b"ran"
+    assert await log.task_ack_floor("cpu") == 1
+
+
+async def test_a_late_result_of_a_lost_lease_is_refused_and_leaves_the_delivery() -> None:
+    """After a hand-back and another runner's claim, the first lease's result is refused,
+    stores no log, and its delivery is the new holder's to settle."""
+    log = MemoryLog()
+    service = LeaseService(log, lease_s=30)
+    sid = await queued(log)
+    first = await service.claim("r1", ["cpu"], 1)
+    assert first is not None
+    await service.hand_back(first)
+    beat = await log.last_live(live_subject("task", "cpu", sid))
+    assert isinstance(beat, TaskHeartbeat) and beat.phase == RELEASED_PHASE
+    second = await service.claim("r2", ["cpu"], 1)  # released: taken over at once
+    assert second is not None and second.attempt == 2
+    with pytest.raises(RuleViolation) as refused:
+        await service.report(first, REPORT)
+    assert refused.value.code == "stale_lease"
+    assert not await log.has_object(LOGS_BUCKET, f"{sid}-1")
+    assert await log.task_ack_floor("cpu") == 0
+    with pytest.raises(RuleViolation, match="not the submission's current claim"):
+        await service.heartbeat(first, "run")
+    assert await service.heartbeat(second, "run") is False
