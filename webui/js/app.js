@@ -122,6 +122,7 @@ indexStore.updates.on(renderFoot);
 window.addEventListener('hashchange', route);
 document.addEventListener('keydown', onKey);
 renderLive({ state: 'connecting' });
-live.start();
 route();
 prefetchViews();
+// The live feed opens once the first page is drawn: the data comes first, then the stream.
+whenIdle(() => live.start());

@@ -1,5 +1,5 @@
-// The live feed: one EventSource on /api/events shared by every view, and the index store
-// that refetches index.json when an event may have changed it.
+// The live feed: one EventSource on /api/events shared by every view (held by a worker), and
+// the index store that refetches index.json when an event may have changed it.
 
 import { api } from './api.js';
 import { whenIdle } from './dom.js';
@@ -36,10 +36,11 @@ class LiveFeed {
   /**
    * Open the feed. The stream replays from `?after=`, so it starts REPLAY events before the
    * log's end (from /api/health) to fill the feed without replaying the whole log; reconnects
-   * resume with Last-Event-ID.
+   * resume with Last-Event-ID. The connection lives in a worker where there is one
+   * (live-worker.js): the page then has no request that never ends.
    */
   async start(url = '/api/events') {
-    if (this.source || typeof EventSource === 'undefined') return;
+    if (this.source || (typeof EventSource === 'undefined' && typeof Worker === 'undefined')) return;
     this.source = 'starting';
     this.setState('connecting');
     let after = 0;
@@ -49,13 +50,11 @@ class LiveFeed {
     } catch {
       after = 0; // the log is unreachable: the stream says so by failing too
     }
-    const source = new EventSource(`${url}?after=${after}`);
-    this.source = source;
-    source.onopen = () => this.setState('open');
-    source.onerror = () => this.setState(source.readyState === EventSource.CLOSED ? 'closed' : 'connecting');
-    const handle = (ev) => this.receive(ev);
-    source.onmessage = handle;
-    for (const type of NAMED_TYPES) source.addEventListener(type, handle);
+    if (this.source !== 'starting') return; // stopped meanwhile
+    this.source = openStream(`${url}?after=${after}`, {
+      state: (readyState) => this.setState(readyState === 1 ? 'open' : readyState === 2 ? 'closed' : 'connecting'),
+      message: (ev) => this.receive(ev),
+    });
   }
 
   stop() {
@@ -88,6 +87,30 @@ class LiveFeed {
     if (this.feed.length > FEED_LIMIT) this.feed.length = FEED_LIMIT;
     this.messages.emit(message);
   }
+}
+
+/**
+ * An EventSource on `url`, in a worker when the browser has workers (else on the page):
+ * `on.state(readyState)` on open and error, `on.message({data, lastEventId})` per message.
+ * Returns {close()}.
+ */
+function openStream(url, on) {
+  if (typeof Worker !== 'undefined') {
+    try {
+      const worker = new Worker(new URL('./live-worker.js', import.meta.url));
+      worker.onmessage = ({ data }) => (data.kind === 'state' ? on.state(data.readyState) : on.message(data));
+      worker.postMessage({ url: new URL(url, location.href).href, types: NAMED_TYPES });
+      return { close: () => worker.terminate() };
+    } catch {
+      // no worker allowed here (a policy): the page holds the stream itself
+    }
+  }
+  const source = new EventSource(url);
+  source.onopen = () => on.state(source.readyState);
+  source.onerror = () => on.state(source.readyState);
+  source.onmessage = on.message;
+  for (const type of NAMED_TYPES) source.addEventListener(type, on.message);
+  return source;
 }
 
 export const live = new LiveFeed();

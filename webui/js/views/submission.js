@@ -1,9 +1,10 @@
 // The submission page: status, timeline of events, result and workloads, log; follows a
-// running submission through the status long-poll.
+// running submission through the live feed.
 
 import { api, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
-import { TERMINAL, flattenSubmission, timeline } from '../lib/events.js';
+import { live } from '../live.js';
+import { TERMINAL, describeEvent, flattenSubmission, timeline } from '../lib/events.js';
 import { chooseScale, formatBytes, formatRelative, formatScaled, formatSpeedup, formatTimestamp, shortId } from '../lib/format.js';
 import { samplesOf } from '../lib/model.js';
 import { links } from '../lib/route.js';
@@ -11,7 +12,7 @@ import { comparisonOf } from '../lib/verdict.js';
 import { suspectBadge, suspectReasons } from './review.js';
 
 const STATUS_TONE = { queued: 'info', running: 'warn', accepted: 'good', committed: 'good', rejected: 'bad', failed: 'bad', cancelled: 'muted' };
-const LONG_POLL_S = 30;
+const FALLBACK_MS = 5000; // re-read a running submission this often while the live feed is down
 
 /** A badge for a submission status. */
 export function statusBadge(status) {
@@ -149,24 +150,38 @@ export function createSubmissionView() {
     if (window.scrollY !== scroll) window.scrollTo(0, scroll);
   }
 
-  async function follow(d, signal) {
-    let version = d.version ?? 0;
+  /**
+   * Follow a submission that has not ended: re-read it when the live feed carries one of its
+   * events, and every 5 s while the feed is not open; stop at a terminal status.
+   */
+  function follow(d, signal) {
     let status = d.status;
-    while (!TERMINAL.has(status) && !signal.aborted) {
+    let soon = null;
+    async function refresh() {
+      if (signal.aborted || TERMINAL.has(status)) return;
       try {
-        const s = await api.submissionStatus(id, version, LONG_POLL_S, signal);
-        if (s && (s.changed || s.version !== version)) {
-          const next = await fetchAndRender(signal);
-          version = next.version ?? s.version;
-          status = next.status;
-        }
+        status = (await fetchAndRender(signal)).status;
       } catch (error) {
         if (error.name === 'AbortError') return;
-        await new Promise((resolve) => setTimeout(resolve, 5000));
-        const next = await fetchAndRender(signal).catch(() => null);
-        if (next) [version, status] = [next.version, next.status];
       }
+      if (TERMINAL.has(status)) stop();
     }
+    const again = () => {
+      clearTimeout(soon);
+      soon = setTimeout(refresh, 100);
+    };
+    const offMessages = live.messages.on((message) => describeEvent(message).submissionId === id && again());
+    const offStates = live.states.on(({ reconnected }) => reconnected && again());
+    const timer = setInterval(() => live.state !== 'open' && refresh(), FALLBACK_MS);
+    function stop() {
+      offMessages();
+      offStates();
+      clearInterval(timer);
+      clearTimeout(soon);
+    }
+    signal.addEventListener('abort', stop);
+    if (TERMINAL.has(status)) stop();
+    else if (live.lastSeq !== null && live.lastSeq > (d.version ?? 0)) again(); // an event before we listened
   }
 
   async function load(route) {
