@@ -138,6 +138,7 @@ class EventLog:
         self.options = options or LogOptions()
         self._buckets: dict[str, ObjectStore] = {}
         self._objects = DigestCache()
+        self._unread: set[str] = set()  # task consumers whose state could not be read
 
     # --- connection ---------------------------------------------------------------------
 
@@ -563,8 +564,9 @@ class EventLog:
                 functools.partial(self.js.consumer_info, EVENTS_STREAM, consumer_name(arch))
             )
         except (nats.errors.Error, LogUnavailable, TimeoutError) as exc:
-            if not isinstance(exc, nats.js.errors.NotFoundError):
+            if not isinstance(exc, nats.js.errors.NotFoundError) and arch not in self._unread:
                 log.warning("event log: cannot read the %s task consumer: %r", arch, exc)
+                self._unread.add(arch)  # once: the sweeper asks every second
             return None
         return int(info.ack_floor.stream_seq or 0) if info.ack_floor else 0
 

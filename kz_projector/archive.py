@@ -1,8 +1,10 @@
 """The archive: every event of the log, in order and in batches, on the ref `refs/kz/events`.
 
-Events are JSON lines `{"seq": N, "event": {...}}` in segment files `segments/NNNNNN.jsonl` of
-`SEGMENT_SIZE` events each (segment k holds sequences (k-1)*SIZE+1 … k*SIZE), so a clone of the
-kernel repo carries the whole log. Each batch is one commit and one compare-and-swap.
+Events are JSON lines `{"seq": N, "subject": "kz.ev.…", "event": {...}}` in segment files
+`segments/NNNNNN.jsonl` of `SEGMENT_SIZE` events each (segment k holds sequences (k-1)*SIZE+1 …
+k*SIZE), so a clone of the kernel repo carries the whole log. The subject is kept so a replay of
+the archive skips what the live readers skip (a misfiled event among them); lines archived before
+it was kept have none. Each batch is one commit and one compare-and-swap.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kz_events.errors import KzError
 from kz_events.eventlog import take
 from kz_events.events import decode_event
 from kz_events.fanout import RawFollower
-from kz_events.port import LogPort
+from kz_events.port import LogPort, Record
 from kz_projector.errors import BranchMoved, HistoryDiverged
 from kz_projector.gitstore import Person, Writer, commit_trailers, ref_value
 
@@ -42,12 +44,14 @@ SEGMENT_SIZE = 1000
 
 class _Line(msgspec.Struct):
     seq: int
+    subject: str | None = None  # None: archived before subjects were kept
     event: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)
     raw: str | None = None  # base64 of a stored message that is not one line of JSON
 
 
-RawStored = tuple[int, bytes]
-"""An event as the stream stores it: its sequence and its exact bytes."""
+Archived = tuple[str, int, str | None, bytes]
+"""One archived message: its segment, sequence, subject (None on lines from before subjects were
+kept) and exact bytes."""
 
 
 def _one_json_line(raw: bytes) -> bool:
@@ -60,12 +64,13 @@ def _one_json_line(raw: bytes) -> bool:
     return True
 
 
-def archive_line(seq: int, raw: bytes) -> bytes:
-    """The archive keeps every stored message as it is; one that is not a line of JSON (an
-    undecodable message someone stored) goes in base64 so the line stays JSON."""
+def archive_line(seq: int, subject: str, raw: bytes) -> bytes:
+    """The archive keeps every stored message as it is, with its subject; one that is not a
+    line of JSON (an undecodable message someone stored) goes in base64 so the line stays JSON."""
+    head = b'{"seq":%d,"subject":%s' % (seq, msgspec.json.encode(subject))
     if _one_json_line(raw):
-        return b'{"seq":%d,"event":%s}\n' % (seq, raw)
-    return b'{"seq":%d,"raw":"%s"}\n' % (seq, base64.b64encode(raw))
+        return head + b',"event":%s}\n' % raw
+    return head + b',"raw":"%s"}\n' % base64.b64encode(raw)
 
 
 def _when(raws: list[bytes]) -> datetime:
@@ -124,17 +129,18 @@ class Archive:
             tree.add(item.path, item.mode, item.sha)
         return tree
 
-    def append(self, items: list[RawStored], when: datetime) -> int:
+    def append(self, items: list[Record], when: datetime) -> int:
         """Add `items` (the next sequences, in order) as one commit; returns the archived seq."""
         head = self.head()
         last = self.archived_seq()
         segments = self._segments(head)
         grouped: dict[str, list[bytes]] = {}
-        for seq, raw in items:
+        for seq, subject, raw in items:
             if seq != last + 1:
                 raise HistoryDiverged(f"archive expected sequence {last + 1}, got {seq}")
             last = seq
-            grouped.setdefault(segment_name(seq, self.size), []).append(archive_line(seq, raw))
+            line = archive_line(seq, subject, raw)
+            grouped.setdefault(segment_name(seq, self.size), []).append(line)
         for name, lines in grouped.items():
             old = b""
             if name.encode() in segments:
@@ -157,8 +163,8 @@ class Archive:
             raise BranchMoved(f"{ARCHIVE_REF.decode()} moved while archiving; resuming")
         return last
 
-    def lines(self) -> Iterator[tuple[str, int, bytes]]:
-        """(segment, seq, raw event JSON) of every archived event, segment by segment."""
+    def lines(self) -> Iterator[Archived]:
+        """(segment, seq, subject, raw event JSON) of every archived event, segment by segment."""
         segments = self._segments(self.head())
         for item in sorted(segments.iteritems(), key=lambda i: i.path):
             blob = self.repo.object_store[item.sha]
@@ -166,7 +172,7 @@ class Archive:
             for raw in blob.data.splitlines():
                 line = msgspec.json.decode(raw, type=_Line)
                 stored = base64.b64decode(line.raw) if line.raw is not None else bytes(line.event)
-                yield item.path.decode(), line.seq, stored
+                yield item.path.decode(), line.seq, line.subject, stored
 
 
 class ArchiveProjector:
@@ -187,15 +193,15 @@ class ArchiveProjector:
         self.idle_s = idle_s
         self.follow: RawFollower = follow or elog
 
-    def _flush(self, pending: list[RawStored]) -> None:
+    def _flush(self, pending: list[Record]) -> None:
         if pending:
-            self.archive.append(pending, _when([raw for _, raw in pending]))
+            self.archive.append(pending, _when([raw for _, _, raw in pending]))
             pending.clear()
 
     async def catch_up(self) -> int:
-        pending: list[RawStored] = []
-        async for seq, _, raw in self.elog.replay_raw(self.archive.archived_seq() + 1):
-            pending.append((seq, raw))
+        pending: list[Record] = []
+        async for record in self.elog.replay_raw(self.archive.archived_seq() + 1):
+            pending.append(record)
             if len(pending) >= self.batch:
                 self._flush(pending)
         self._flush(pending)
@@ -210,9 +216,9 @@ class ArchiveProjector:
 
     async def _follow(self) -> None:
         await self.catch_up()
-        queue: asyncio.Queue[RawStored] = asyncio.Queue(10_000)
+        queue: asyncio.Queue[Record] = asyncio.Queue(10_000)
         task = asyncio.create_task(self._feed(self.archive.archived_seq() + 1, queue))
-        pending: list[RawStored] = []
+        pending: list[Record] = []
         try:
             while True:
                 try:
@@ -225,7 +231,7 @@ class ArchiveProjector:
         finally:
             await stop_tasks(task)
 
-    async def _feed(self, from_seq: int, queue: asyncio.Queue[RawStored]) -> None:
+    async def _feed(self, from_seq: int, queue: asyncio.Queue[Record]) -> None:
         async with contextlib.aclosing(self.follow.subscribe_raw(from_seq=from_seq)) as records:
-            async for seq, _, raw in records:
-                await queue.put((seq, raw))
+            async for record in records:
+                await queue.put(record)

@@ -92,9 +92,24 @@ class AuditReport:
 SKIPPED_SHOWN = 20
 
 
-async def _archive_events(archive: Archive, screen: Screen) -> AsyncIterator[Stored]:
-    for _, seq, raw in archive.lines():
-        yield seq, screen.read_unfiled(seq, raw)
+async def _archive_events(
+    archive: Archive, screen: Screen, report: AuditReport
+) -> AsyncIterator[Stored]:
+    """The archive's events, screened as every live reader screens the stream. A line archived
+    before the archive kept subjects is read as filed where its body says (misfiling cannot be
+    told without the subject); the report notes how many such lines there were."""
+    unfiled = 0
+    for _, seq, subject, raw in archive.lines():
+        if subject is None:
+            unfiled += 1
+            yield seq, screen.read_unfiled(seq, raw)
+        else:
+            yield seq, screen.read(seq, subject, raw)
+    if unfiled:
+        report.notes.append(
+            f"{unfiled} archived events predate the archive keeping subjects: "
+            "a misfiled one among them would be read as filed where its body says"
+        )
 
 
 class _Replay:
@@ -208,7 +223,7 @@ def _compare_archive(
     stream: dict[int, bytes] | None, archive: Archive, report: AuditReport
 ) -> None:
     expected = 1
-    for segment, seq, raw in archive.lines():
+    for segment, seq, _, raw in archive.lines():
         if seq != expected:
             report.problem(
                 f"archive: expected event {expected}, got {seq} in {segment} "
@@ -308,7 +323,7 @@ async def run_audit(
     screen = Screen("audit", keep=None)
     if from_archive is not None:
         packages: PackageSource = GitPackages(live)
-        events = _archive_events(archive, screen)
+        events = _archive_events(archive, screen, report)
         stream = None
     else:
         assert elog is not None
