@@ -429,6 +429,11 @@ class ClearSuspectBody(_In, frozen=True, kw_only=True):
     reason: Annotated[str, Meta(min_length=1, max_length=2000)]
 
 
+class BoardReference(_Out, frozen=True, kw_only=True):
+    kernel_id: str
+    commit: str | None
+
+
 class BoardDoc(_Out, frozen=True, kw_only=True):
     """A board (`arch/op_class/sub_class/quant`): whether a maintainer accepted its judge,
     which kernel's judge that is, and its kernels in the order they reached main."""
@@ -443,6 +448,9 @@ class BoardDoc(_Out, frozen=True, kw_only=True):
     reviewed_at: str | None
     judge_kernel: str | None
     kernels: list[str]
+    # The pinned reference every kernel's score is a speed-up over: the board's first kernel,
+    # with the commit that pinned it (null where the log does not name it, e.g. an import).
+    reference: BoardReference | None = None
     # On the board detail only: kernels whose benchmark.py or build_test_env.py differ from
     # the board's judge (null: not compared, e.g. in listings or past 100 kernels).
     other_judges: list[str] | None = None

@@ -57,6 +57,45 @@ __all__ = [
 HISTORY_LENGTH = 20
 
 
+@dataclass(frozen=True, slots=True)
+class Score:
+    """A kernel's speed-up over its board's pinned reference: measured side by side in one
+    task (`side_by_side`, with its interval), the reference itself (`reference`, 1 exactly), or
+    estimated from absolute figures measured apart (`absolute`, no interval: results from before
+    side-by-side scoring)."""
+
+    speedup: float
+    low: float | None
+    high: float | None
+    basis: str
+
+    def doc(self) -> dict[str, Any]:
+        interval = None if self.low is None or self.high is None else [self.low, self.high]
+        return {"speedup": self.speedup, "interval": interval, "basis": self.basis}
+
+    def overlaps(self, other: Score) -> bool:
+        """Whether the two intervals overlap: the board cannot tell the two kernels apart."""
+        if None in (self.low, self.high, other.low, other.high):
+            return False
+        assert self.low is not None and self.high is not None
+        assert other.low is not None and other.high is not None
+        return self.low <= other.high and other.low <= self.high
+
+
+def score_of(result: dict[str, Any]) -> Score | None:
+    """The side-by-side score a result document carries (its `score` against the reference)."""
+    score = result.get("score")
+    if not isinstance(score, dict) or score.get("against") != "reference":
+        return None
+    speedup, interval = score.get("speedup"), score.get("interval")
+    if not _positive(speedup) or not isinstance(interval, list) or len(interval) != 2:
+        return None
+    low, high = interval
+    if not (_positive(low) and _positive(high)):
+        return None
+    return Score(float(speedup), float(low), float(high), "side_by_side")
+
+
 @dataclass(slots=True)
 class ValueRec:
     """One accepted value with its spread and provenance."""
@@ -71,6 +110,8 @@ class ValueRec:
     commit: str | None = None
     disqualified: bool = False
     suspect: bool = False
+    score: Score | None = None  # the speed-up over the board's reference, side by side
+    device: str | None = None
 
     def doc(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -82,6 +123,10 @@ class ValueRec:
         }
         if self.p10 is not None and self.p90 is not None:
             out["spread"] = {"p10": self.p10, "p90": self.p90}
+        if self.score is not None:
+            out["score"] = self.score.doc()
+        if self.device:
+            out["device"] = self.device
         if self.suspect:
             out["suspect"] = True
         return out
@@ -99,6 +144,8 @@ class BoardInfo:
     reviewed_by: str | None = None
     reviewed_at: str | None = None
     judge_kernel: str | None = None  # named by the latest review; else the first kernel's
+    reference_commit: str | None = None  # the first kernel's first commit the log names
+    reference_value: float | None = None  # its first accepted (or imported) value
 
     @property
     def judge(self) -> str | None:
@@ -118,6 +165,11 @@ class BoardInfo:
             "reviewed_at": self.reviewed_at,
             "judge_kernel": self.judge,
             "kernels": list(self.kernels),
+            "reference": (
+                {"kernel_id": self.kernels[0], "commit": self.reference_commit}
+                if self.kernels
+                else None
+            ),
         }
 
 
@@ -238,8 +290,12 @@ def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -
         p10,
         p90,
         suspect=event.submission_id in state.suspects,
+        score=score_of(event.result),
+        device=str(event.result.get("environment", {}).get("device") or "") or None,
     )
-    _on_board(state, event.kernel_id, imported=False)
+    board = _on_board(state, event.kernel_id, imported=False)
+    if board.kernels[0] == event.kernel_id and board.reference_value is None:
+        board.reference_value = rec.value
     info.accepted[event.submission_id] = rec
     info.history = [*info.history, rec][-HISTORY_LENGTH:]
     info.digest = event.package_digest
@@ -268,10 +324,7 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
             state.open_subs.pop(sid, None)
             state.pending.pop(sid, None)
         case SubmissionCommitted() if event.kernel_id in state.kernels:
-            rec = state.kernels[event.kernel_id].accepted.get(sid)
-            if rec is not None:
-                rec.commit = event.source_commit
-            state.head_commit = event.bench_result_commit
+            _committed(state, event)
         case SubmissionDisqualified() if event.kernel_id in state.kernels:
             info = state.kernels[event.kernel_id]
             rec = info.accepted.pop(sid, None)
@@ -280,6 +333,16 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
                 info.disqualified.append(sid)
         case SubmissionSuspected() | SubmissionSuspectCleared():
             _suspect(state, event)
+
+
+def _committed(state: IndexState, event: SubmissionCommitted) -> None:
+    rec = state.kernels[event.kernel_id].accepted.get(event.submission_id)
+    if rec is not None:
+        rec.commit = event.source_commit
+    board = state.boards.get(board_of(event.kernel_id))
+    if board and board.kernels[0] == event.kernel_id and board.reference_commit is None:
+        board.reference_commit = event.source_commit
+    state.head_commit = event.bench_result_commit
 
 
 def _suspect(state: IndexState, event: SubmissionSuspected | SubmissionSuspectCleared) -> None:
@@ -307,10 +370,14 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
             if event.summary is not None:
                 state.facts[event.package_digest] = event.summary
             info = _kernel(state, event.kernel_id)
-            _on_board(state, event.kernel_id, imported=True)
+            board = _on_board(state, event.kernel_id, imported=True)
             info.digest = event.package_digest
             bench = event.bench_result or {}
             info.seed = bench if "best" in bench else None
+            seeded = (info.seed or {}).get("current") or (info.seed or {}).get("best")
+            if board.kernels[0] == event.kernel_id and board.reference_value is None:
+                value = seeded.get("value") if isinstance(seeded, dict) else None
+                board.reference_value = float(value) if _positive(value) else None
             facts = state.facts.get(event.package_digest)
             info.metric = (facts.metric if facts else None) or bench.get("metric") or info.metric
         case RunnerRegistered():
@@ -377,6 +444,27 @@ def _current(info: KernelInfo) -> dict[str, Any] | None:
     return None
 
 
+def _kernel_score(state: IndexState, info: KernelInfo) -> Score | None:
+    """The kernel's score on its board: its current result's speed-up over the pinned
+    reference, measured side by side; exactly 1 for the reference as pinned; else one
+    estimated from the absolute values (the reference's pinned one over the kernel's)."""
+    current = next(reversed(info.accepted.values())) if info.accepted else None
+    if current is not None and current.score is not None:
+        return current.score
+    board = state.boards.get(board_of(info.kernel_id))
+    doc = _current(info) or _best(info)
+    value = doc.get("value") if doc else None
+    if board is None or not board.kernels or not _positive(value):
+        return None
+    reference = board.reference_value
+    if board.kernels[0] == info.kernel_id and (current is None or value == reference):
+        return Score(1.0, 1.0, 1.0, "reference")
+    if not _positive(reference):
+        return None
+    higher = (info.metric or {}).get("better") == "higher"
+    return Score(value / reference if higher else reference / value, None, None, "absolute")
+
+
 def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
     kid = KernelId.parse(info.kernel_id)
     facts = state.facts.get(info.digest or "")
@@ -389,6 +477,7 @@ def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
         "metric": (facts.metric if facts and facts.metric else None) or info.metric,
         "best": _best(info),
         "current": _current(info),
+        "score": score.doc() if (score := _kernel_score(state, info)) else None,
         "accepted_count": seed_count + len(info.accepted),
         "last_activity_at": info.last_activity_at,
         "disqualified": list(info.disqualified),
@@ -420,22 +509,48 @@ def _leaderboards(kernels: list[dict[str, Any]], reviewed: bool) -> dict[str, li
             continue
         group = "/".join(doc["id"].split("/")[:4])
         groups.setdefault(group, []).append(doc)
-    boards: dict[str, list[dict[str, Any]]] = {}
-    for group, docs in sorted(groups.items()):
-        higher = (docs[0]["metric"] or {}).get("better") == "higher"
-        ranked = sorted(
-            docs, key=lambda d: (-d["best"]["value"] if higher else d["best"]["value"], d["id"])
-        )
-        boards[group] = [
+    return {group: _ranked(docs) for group, docs in sorted(groups.items())}
+
+
+def _ranked(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A board's kernels ranked by their score (speed-up over the board's reference), those
+    without one after, by best value; a kernel whose interval overlaps that of the first kernel
+    of the rank above it shares that rank (the board cannot tell them apart)."""
+    higher = (docs[0]["metric"] or {}).get("better") == "higher"
+
+    def key(doc: dict[str, Any]) -> tuple[int, float, str]:
+        score = doc["score"]
+        if score is not None:
+            return (0, -score["speedup"], doc["id"])
+        value = doc["best"]["value"]
+        return (1, -value if higher else value, doc["id"])
+
+    ranked: list[dict[str, Any]] = []
+    leader: Score | None = None
+    for position, doc in enumerate(sorted(docs, key=key), start=1):
+        score = _score_from_doc(doc["score"])
+        tied = leader is not None and score is not None and score.overlaps(leader)
+        rank = ranked[-1]["rank"] if tied else position
+        if not tied:
+            leader = score
+        ranked.append(
             {
-                "kernel_id": d["id"],
-                "rank": i + 1,
-                "value": d["best"]["value"],
-                **({"suspect": True} if d["best"].get("suspect") else {}),
+                "kernel_id": doc["id"],
+                "rank": rank,
+                "value": doc["best"]["value"],
+                "score": doc["score"],
+                **({"tied": True} if tied else {}),
+                **({"suspect": True} if doc["best"].get("suspect") else {}),
             }
-            for i, d in enumerate(ranked)
-        ]
-    return boards
+        )
+    return ranked
+
+
+def _score_from_doc(doc: dict[str, Any] | None) -> Score | None:
+    if doc is None:
+        return None
+    low, high = doc["interval"] if doc["interval"] else (None, None)
+    return Score(doc["speedup"], low, high, doc["basis"])
 
 
 def _queue(state: IndexState) -> dict[str, dict[str, int]]:

@@ -6,6 +6,7 @@ import asyncio
 from typing import Annotated
 
 import anyio.to_thread
+import msgspec
 from litestar import Controller, get, post
 from litestar.di import Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
@@ -31,7 +32,7 @@ MAX_COMPARED = 100  # kernels whose judges the board detail compares with the bo
 
 
 def board_doc(board: BoardInfo) -> BoardDoc:
-    return BoardDoc(**board.doc())
+    return msgspec.convert(board.doc(), BoardDoc)
 
 
 async def _bundle(ctx: Ctx, kernel_id: str) -> bytes | None:

@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 
 from kz_events.events import (
@@ -118,3 +119,42 @@ def test_suspect_best_is_marked_until_cleared() -> None:
     assert "suspect" not in after["kernels"][0]["best"]
     assert "suspect" not in after["leaderboards"]["cpu/Norm/RMSNorm/fp32"][0]
     assert after["kernels"][0]["best"]["value"] == 1.0
+
+
+def _scored(n: int, kernel_id: str, value: float, score: tuple[float, float, float]) -> Any:
+    accepted = _accepted(n, kernel_id, f"s{n}", value)
+    speedup, low, high = score
+    result = {**accepted.result, "score": {"against": "reference", "speedup": speedup,
+                                           "interval": [low, high], "blocks": 40}}  # fmt: skip
+    return msgspec.structs.replace(accepted, result=result)
+
+
+def test_a_board_ranks_by_speedup_over_its_reference_and_ties_overlapping_intervals() -> None:
+    """Scores measured side by side rank the board, whatever the absolute values say (those
+    came from other runs); kernels whose intervals overlap share a rank; the reference as
+    pinned scores exactly 1, a result from before scoring is estimated from its value."""
+    board = "cpu/Norm/RMSNorm/fp32"
+    doc = _fold(
+        [
+            IMPORTED,  # the board's first kernel: its reference, at 9.0
+            _scored(2, f"{board}/fast", 8.0, (1.50, 1.40, 1.60)),
+            _scored(3, f"{board}/close", 4.0, (1.45, 1.30, 1.55)),
+            _scored(4, f"{board}/modest", 3.0, (1.10, 1.05, 1.15)),
+            _accepted(5, f"{board}/legacy", "s5", 5.0),
+        ]
+    )
+    ranked = doc["leaderboards"][board]
+    assert [(r["kernel_id"].rsplit("/", 1)[1], r["rank"]) for r in ranked] == [
+        ("legacy", 1),  # 9.0 / 5.0: estimated 1.8x, no interval to tie by
+        ("fast", 2),
+        ("close", 2),
+        ("modest", 4),
+        ("ref", 5),
+    ]
+    by_id = {k["id"].rsplit("/", 1)[1]: k for k in doc["kernels"]}
+    assert by_id["ref"]["score"] == {"speedup": 1.0, "interval": [1.0, 1.0], "basis": "reference"}
+    assert by_id["legacy"]["score"] == {"speedup": 1.8, "interval": None, "basis": "absolute"}
+    assert by_id["fast"]["score"]["basis"] == "side_by_side"
+    assert ranked[2]["tied"] is True and "tied" not in ranked[1]
+    assert doc["boards"][board]["reference"] == {"kernel_id": OLD, "commit": None}
+    assert validate("index", doc) == []
