@@ -94,6 +94,7 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> Ru
         *,
         baseline: str | None = None,
         incumbent: dict[str, str] | None = None,
+        reference: dict[str, str] | None = None,
         step_timeout_s: float = 60.0,
         limits: StepLimits | None = None,
     ) -> TaskOutcome:
@@ -110,19 +111,22 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> Ru
         if baseline is not None:
             baseline_path = root / "bench_result.yaml"
             baseline_path.write_text(baseline)
-        incumbent_src = None
-        if incumbent is not None:
-            incumbent_src = root / "incumbent" / "src"
-            for rel, text in incumbent.items():
-                (incumbent_src / rel).parent.mkdir(parents=True, exist_ok=True)
-                (incumbent_src / rel).write_text(textwrap.dedent(text))
+        rivals: dict[str, Path | None] = {"incumbent": None, "reference": None}
+        for name, files in (("incumbent", incumbent), ("reference", reference)):
+            if files is None:
+                continue
+            rivals[name] = folder = root / name / "src"
+            for rel, text in files.items():
+                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                (folder / rel).write_text(textwrap.dedent(text))
         spec = TaskSpec(
             kernel_id=KERNEL_ID,
             arch="cpu",
             workdir=workdir,
             harness_path=REPO_ROOT,
             baseline_path=baseline_path,
-            incumbent=incumbent_src,
+            incumbent=rivals["incumbent"],
+            reference=rivals["reference"],
             cpu=_lane(worker_id) % (os.cpu_count() or 1),  # parallel test processes apart
             step_timeout_s=step_timeout_s,
             task_timeout_s=2 * step_timeout_s,

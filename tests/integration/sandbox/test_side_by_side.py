@@ -95,6 +95,50 @@ def test_a_kernel_faster_by_construction_is_accepted_with_its_speedup(
     assert str(comparison["reason"]).startswith("faster: ")
 
 
+def test_a_new_kernel_is_scored_against_the_boards_reference_alone(
+    judge_package: JudgePackage,
+) -> None:
+    """A kernel main does not hold yet has no incumbent: it takes its first result, and its
+    score is its speed-up over the board's pinned reference, measured in the same blocks."""
+    outcome = judge_package(
+        JUDGE,
+        {"kernel.py": KERNEL.format(times=2)},
+        reference={"kernel.py": KERNEL.format(times=3)},
+    )
+    assert outcome.reason == "accepted", outcome.log.decode()[-3000:]
+    assert outcome.result is not None
+    score = outcome.result["score"]
+    low, high = score["interval"]
+    assert score["against"] == "reference" and low <= score["speedup"] <= high
+    assert low < 1.5 * 1.2 and high > 1.5 * 0.8  # 3/2 by construction, less the fixed cost
+    assert "comparison" not in outcome.result
+    for workload in outcome.result["workloads"]:
+        assert (
+            workload["reference"]["n"] >= 8
+            and len(workload["reference_speedup"]["log_ratios"]) >= 6
+        )
+
+
+def test_incumbent_and_reference_are_measured_in_the_same_blocks(
+    judge_package: JudgePackage,
+) -> None:
+    """Three implementations side by side: the verdict is against the incumbent, the score
+    against the reference, each from as many block pairs as the other."""
+    outcome = judge_package(
+        JUDGE,
+        {"kernel.py": KERNEL.format(times=2)},
+        incumbent={"kernel.py": KERNEL.format(times=3)},
+        reference={"kernel.py": KERNEL.format(times=4)},
+        baseline=BASELINE,
+    )
+    assert outcome.reason == "accepted", outcome.log.decode()[-3000:]
+    assert outcome.result is not None
+    assert _comparison(outcome)["outcome"] == "faster"
+    assert outcome.result["score"]["speedup"] > _comparison(outcome)["speedup"]  # type: ignore[operator]
+    for workload in outcome.result["workloads"]:
+        assert workload["speedup"]["blocks"] == workload["reference_speedup"]["blocks"]
+
+
 def test_a_kernel_never_measured_takes_its_first_result_whatever_the_incumbent(
     judge_package: JudgePackage,
 ) -> None:
