@@ -1,5 +1,6 @@
-"""Read-only views of the kernel repo through dulwich: a kernel's files, desc, scoreboard and
-the commits that touched it on `refs/heads/main`. Absent repo or kernel reads as None.
+"""Read-only views of the kernel repo for the API's handlers: a kernel's files at main with the
+commits that touched it (read by kz_projector.repo_read, the one reader of a kernel's history),
+a folder at a commit, one commit in detail. Absent repo or kernel reads as None.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from pathlib import Path
 
 from dulwich.diff_tree import tree_changes
 from dulwich.errors import NotGitRepository
-from dulwich.objects import Blob, Commit, ObjectID, Tree
+from dulwich.objects import Blob, Commit, Tree
 from dulwich.refs import Ref
 from dulwich.repo import Repo
 from dulwich.trailers import parse_trailers
+
+from kz_projector.repo_read import CommitInfo, KernelRepo
 
 __all__ = [
     "CommitDetail",
@@ -27,16 +30,6 @@ __all__ = [
 ]
 
 MAIN = Ref(b"refs/heads/main")
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """One commit that touched a kernel."""
-
-    id: str
-    message: str
-    author: str
-    at: datetime
 
 
 @dataclass(frozen=True)
@@ -126,15 +119,6 @@ def commit_files(path: Path, commit: str, rel: str) -> dict[str, bytes] | None:
         return None if sub is None else _files(repo, sub)
 
 
-def _commit_info(commit: Commit) -> CommitInfo:
-    return CommitInfo(
-        id=commit.id.decode(),
-        message=commit.message.decode(errors="replace").strip(),
-        author=commit.author.decode(errors="replace"),
-        at=datetime.fromtimestamp(commit.commit_time, tz=UTC),
-    )
-
-
 def kernel_snapshot(path: Path, rel: str, *, max_commits: int = 20) -> KernelSnapshot | None:
     """The kernel at `rel` on main, or None when the repo, main or the kernel is absent."""
     head = main_head(path)
@@ -143,13 +127,11 @@ def kernel_snapshot(path: Path, rel: str, *, max_commits: int = 20) -> KernelSna
     files = commit_files(path, head, rel)
     if files is None:
         return None
-    repo = _open(path)
-    assert repo is not None
-    with repo:
-        walker = repo.get_walker(
-            include=[ObjectID(head.encode())], paths=[rel.encode()], max_entries=max_commits
-        )
-        commits = [_commit_info(entry.commit) for entry in walker]
+    reader = KernelRepo(path)
+    try:
+        commits = reader.history(rel, limit=max_commits)
+    finally:
+        reader.close()
     return KernelSnapshot(head=head, files=files, commits=commits)
 
 

@@ -40,6 +40,7 @@ from kz_projector.scoreboard import (
     board_disqualify,
     board_import,
     iso,
+    metric_fields,
     metric_of_result,
     render_yaml,
     scoreboard,
@@ -69,10 +70,7 @@ def author_of(ident: str) -> Person:
 
 
 def _metric_of_desc(files: FileMap) -> dict[str, str] | None:
-    metric = desc_of(files).get("metric")
-    if not isinstance(metric, dict):
-        return None
-    return {k: str(metric[k]) for k in ("name", "unit", "better") if k in metric}
+    return metric_fields(desc_of(files).get("metric"))
 
 
 class GitFold:

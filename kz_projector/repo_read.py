@@ -1,4 +1,5 @@
-"""Read helpers over the kernel repo for the API: files, contents, history and package trees.
+"""The one reader of the kernel repo's history and package trees: the audit compares boards
+with it, the API lists a kernel's commits through it (kz_api.kernelrepo), tests read main with it.
 
 Reads go through dulwich objects at main (or a given commit); nothing here writes.
 """
@@ -23,22 +24,31 @@ from kz_projector.gitstore import (
     walk_files,
 )
 
-__all__ = ["CommitInfo", "KernelRepo"]
+__all__ = ["CommitInfo", "KernelRepo", "commit_info"]
 
 
 @dataclass(frozen=True, slots=True)
 class CommitInfo:
-    """One commit touching a kernel, as the API lists it."""
+    """One commit of main touching a kernel: its id, message, people, commit time and the
+    platform's trailers (`Kz-Submission`, `Kz-Event-Seq`, `Kz-Commit`)."""
 
     commit: str
     parent: str | None
-    subject: str
+    message: str  # the whole message, trailers included, without surrounding blank lines
     author: str
     committer: str
-    at: str
+    at: datetime  # the commit time (UTC)
     submission_id: str | None
     event_seq: int | None
     kind: str | None
+
+    @property
+    def id(self) -> str:
+        return self.commit
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
 
 
 class KernelRepo:
@@ -149,7 +159,7 @@ class KernelRepo:
             assert isinstance(commit, Commit)
             parent = commit.parents[0] if commit.parents else None
             if self._changed(repo, commit, parent, parts):
-                out.append(_info(commit, parent))
+                out.append(commit_info(commit))
             sha = parent
         return out
 
@@ -163,16 +173,18 @@ class KernelRepo:
         return mine != read_subtree(repo.object_store, before.tree, parts)
 
 
-def _info(commit: Commit, parent: ObjectID | None) -> CommitInfo:
+def commit_info(commit: Commit) -> CommitInfo:
+    """What the platform reads of one commit."""
     trailers = commit_trailers(commit)
     seq = trailers.get("Kz-Event-Seq")
+    parent = commit.parents[0] if commit.parents else None
     return CommitInfo(
         commit=commit.id.decode(),
         parent=parent.decode() if parent else None,
-        subject=commit.message.split(b"\n", 1)[0].decode(errors="replace"),
+        message=commit.message.decode(errors="replace").strip(),
         author=commit.author.decode(errors="replace"),
         committer=commit.committer.decode(errors="replace"),
-        at=datetime.fromtimestamp(commit.commit_time, UTC).isoformat().replace("+00:00", "Z"),
+        at=datetime.fromtimestamp(commit.commit_time, UTC),
         submission_id=trailers.get("Kz-Submission"),
         event_seq=int(seq) if seq and seq.isdigit() else None,
         kind=trailers.get("Kz-Commit"),

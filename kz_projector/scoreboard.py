@@ -22,6 +22,7 @@ __all__ = [
     "board_import",
     "entry_of",
     "iso",
+    "metric_fields",
     "metric_of_result",
     "render_yaml",
     "scoreboard",
@@ -62,11 +63,19 @@ class Board:
     best: Accepted | None = None  # the best of `accepted`, kept so a fold stays linear
 
 
-def metric_of_result(result: dict[str, Any]) -> dict[str, str] | None:
-    metric = result.get("metric")
+METRIC_FIELDS = ("name", "unit", "better")
+
+
+def metric_fields(metric: object) -> dict[str, str] | None:
+    """A kernel's metric as the board keeps it (name, unit and better, as text), from a
+    desc.yaml's or a result document's `metric`; None when there is none."""
     if not isinstance(metric, dict):
         return None
-    return {k: str(metric[k]) for k in ("name", "unit", "better") if k in metric}
+    return {k: str(metric[k]) for k in METRIC_FIELDS if k in metric}
+
+
+def metric_of_result(result: dict[str, Any]) -> dict[str, str] | None:
+    return metric_fields(result.get("metric"))
 
 
 def board_import(
