@@ -19,7 +19,7 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.enums import ScopeType
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin, RedocRenderPlugin, YamlRenderPlugin
+from litestar.openapi.plugins import JsonRenderPlugin, YamlRenderPlugin
 from litestar.response.redirect import ASGIRedirectResponse
 from litestar.static_files import create_static_files_router
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -36,6 +36,7 @@ from kz_api.controllers import (
 from kz_api.controllers.boards import BoardsController
 from kz_api.controllers.commits import CommitsController
 from kz_api.controllers.runner import RunnersController
+from kz_api.docs_page import OfflineDocsPlugin
 from kz_api.errors import error_response
 from kz_api.leases import LeaseSigner, lease_secret_from_env
 from kz_api.live_feed import EventHub
@@ -207,7 +208,7 @@ def create_app(
             title="kernel zoo API",
             version="1.0.0",
             path="/schema",
-            render_plugins=[RedocRenderPlugin(), JsonRenderPlugin(), YamlRenderPlugin()],
+            render_plugins=[OfflineDocsPlugin(), JsonRenderPlugin(), YamlRenderPlugin()],
         ),
         # JSON bodies; the upload routes lift it and bound their own by KZ_MAX_UPLOAD_BYTES.
         request_max_body_size=JSON_BODY_BYTES,

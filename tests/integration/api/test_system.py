@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import re
 from typing import Any
 
 import pytest
@@ -104,7 +105,10 @@ async def test_schema_and_webui(api: Api) -> None:
     """The OpenAPI document and the web UI folder are served."""
     schema = (await api.client.get("/schema/openapi.json")).json()
     assert "/api/submissions" in schema["paths"]
-    assert (await api.client.get("/schema")).status_code == 200
+    docs = await api.client.get("/schema")
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    assert "/schema/openapi.json" in docs.text
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", docs.text)  # nothing from elsewhere
     webui = await api.client.get("/webui/js/api.js")
     assert webui.status_code == 200
 
