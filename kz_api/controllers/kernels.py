@@ -30,6 +30,10 @@ from kz_api.models import (
 from kz_api.openapi import errors
 from kz_api.readmodel import SubmissionView
 from kz_api.service import append_seen
+
+# The judge a submission is compared with, picked as the upload path picks it.
+from kz_api.submit import _board_judge as board_judge
+from kz_api.submit import _judge_bundle as judge_bundle
 from kz_api.views import history_row, lease_doc
 from kz_events.errors import InvalidInput, KzError
 from kz_events.events import EventMeta
@@ -337,6 +341,41 @@ class KernelsController(Controller):
         if data is None:
             raise ApiError(404, "unknown_file", f"kernel {kernel_id} has no file {wanted!r}")
         return Response(data, media_type="text/plain; charset=utf-8")
+
+    @get(
+        KERNEL + "/judge",
+        media_type="application/gzip",
+        responses=errors(404, 409),
+        summary="The judge a submission of this kernel is compared with (kz validate --against)",
+    )
+    async def judge(
+        self,
+        ctx: Ctx,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        name: FromPath[str],
+    ) -> Response[bytes]:
+        """Main's judge bundle of the kernel (a gzip tarball holding `.kernel_package/`'s judge
+        files), or for a kernel main does not have its board's; the `Kz-Judge-Scope` header
+        says which (`kernel` or `board`), `Kz-Judge-Kernel` whose judge it is."""
+        kernel_id = _kernel_id(arch, op_class, sub_class, quant, name)
+        bundle = await judge_bundle(ctx, kernel_id)
+        scope, owner = "kernel", str(kernel_id)
+        if bundle is None:
+            board = await board_judge(ctx, kernel_id)
+            if board is None or board.board_kernel is None:
+                raise ApiError(
+                    404,
+                    "no_judge",
+                    f"{kernel_id} has no judge on main and its board none yet: a first kernel "
+                    "brings its own",
+                    details={"board": board_of(str(kernel_id))},
+                )
+            bundle, scope, owner = board.bundle, "board", board.board_kernel
+        headers = {"Kz-Judge-Scope": scope, "Kz-Judge-Kernel": owner}
+        return Response(bundle, media_type="application/gzip", headers=headers)
 
     @post(
         KERNEL + "/claim",

@@ -42,12 +42,14 @@ def test_examples_cover_the_promised_kernels() -> None:
 def test_kz_validate_passes_on_every_example(
     package: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`kz validate DIR --kernel-id ID` exits 0 with a one-line summary for each example."""
+    """`kz validate DIR --kernel-id ID` exits 0 with a one-line summary for each example, and a
+    line saying what its judge was compared with (here no server: the package alone)."""
     code = main(["validate", str(package), "--kernel-id", _kernel_id(package)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert out.startswith(f"valid: {_kernel_id(package)} (")
-    assert len(out.strip().splitlines()) == 1
+    _summary, judge = out.strip().splitlines()
+    assert judge.startswith(("checked the package alone", "judge: "))
 
 
 def test_kz_validate_lists_every_problem_and_exits_1(
