@@ -199,6 +199,9 @@ class Judge(msgspec.Struct, frozen=True, kw_only=True):
     result_event: SubmissionResult
     metric: MetricSpec | None = None
     message: str = ""
+    # Main's scoreboard of the kernel holds no best yet: the result is its first, taken as
+    # the judge gave it (no rule over side-by-side samples applies).
+    first_result: bool = False
 
 
 class Fail(msgspec.Struct, frozen=True, kw_only=True):
@@ -489,7 +492,7 @@ def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
     assert res.result is not None
     document = res.result
     # The platform's rule over the samples when the document has them; else its own verdict.
-    rederived = document_verdict(document)
+    rederived = None if cmd.first_result else document_verdict(document)
     if rederived is None:
         accepted = res.outcome != "rejected" and bool(document.get("accepted"))
         reason = str(document.get("reason", ""))

@@ -44,8 +44,11 @@ from kz_events.lifecycle import (
 )
 from kz_events.screen import Screen
 from kz_events.subjects import JUDGES_BUCKET, aggregate_filter, judge_key
+from kz_package.archive import PACKAGE_DIR
 from kz_package.errors import PackageError
+from kz_package.yaml_safe import load_yaml
 from kz_projector.errors import PackageUnavailable
+from kz_projector.gitstore import FileMap
 from kz_projector.packages import PackageSource, desc_of, files_from_tarball
 
 __all__ = ["Referee", "metric_spec"]
@@ -62,12 +65,26 @@ def metric_spec(desc: dict[str, object]) -> MetricSpec | None:
     return MetricSpec(str(metric["name"]), str(metric["unit"]), str(metric["better"]))
 
 
-def _bundle_metric(bundle: bytes) -> MetricSpec | None:
+def _bundle_facts(bundle: bytes) -> tuple[MetricSpec | None, bool]:
+    """Main's metric of a kernel, and whether its scoreboard holds a best yet, from the
+    kernel's trusted bundle."""
     try:
-        desc = desc_of(files_from_tarball(bundle))
+        files = files_from_tarball(bundle)
     except PackageError:
-        return None
-    return metric_spec(desc) if desc else None
+        return None, False
+    desc = desc_of(files)
+    return (metric_spec(desc) if desc else None), _has_best(files)
+
+
+def _has_best(files: FileMap) -> bool:
+    entry = files.get(f"{PACKAGE_DIR}/bench_result.yaml")
+    try:
+        board = load_yaml(entry[1], path="bench_result.yaml") if entry else None
+    except PackageError:
+        return False
+    best = board.get("best") if isinstance(board, dict) else None
+    value = best.get("value") if isinstance(best, dict) else None
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 class Referee:
@@ -85,7 +102,8 @@ class Referee:
     ) -> None:
         self.elog = elog
         self.follow: Follower = follow or elog
-        self.trusted: dict[str, tuple[bytes, MetricSpec | None]] = {}  # kernel → bundle, metric
+        # kernel → its bundle, main's metric, whether main's scoreboard holds a best
+        self.trusted: dict[str, tuple[bytes, MetricSpec | None, bool]] = {}
         self.packages = packages
         self.clock = clock
         self.new_id = new_id
@@ -159,11 +177,13 @@ class Referee:
             result = await self._result_event(state)
             if result is None:
                 return
+            metric, has_best = await self.trusted_facts(state)
             command = Judge(
                 meta=EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor),
                 result_seq=state.result_seq,
                 result_event=result,
-                metric=await self.metric_for(state),
+                metric=metric,
+                first_result=not has_best,
             )
             try:
                 events = self._suspect(state, result, decide(state, command))
@@ -210,19 +230,27 @@ class Referee:
 
     async def metric_for(self, state: SubmissionState) -> MetricSpec | None:
         """Main's trusted metric for an existing kernel; the submitted desc's for a new one."""
+        return (await self.trusted_facts(state))[0]
+
+    async def trusted_facts(self, state: SubmissionState) -> tuple[MetricSpec | None, bool]:
+        """The kernel's metric (main's trusted one; the submitted desc's for a new kernel)
+        and whether main's scoreboard of it holds a best yet (a result without one is the
+        kernel's first, which the verdict rule takes as it is)."""
         try:
             bundle = await self.elog.get_object_bytes(JUDGES_BUCKET, judge_key(state.kernel_id))
         except ObjectNotFound:
             bundle = None
+        has_best = False
         if bundle is not None:
             known = self.trusted.get(state.kernel_id)
             if known is None or known[0] != bundle:
-                known = (bundle, _bundle_metric(bundle))
+                known = (bundle, *_bundle_facts(bundle))
                 self.trusted[state.kernel_id] = known
+            has_best = known[2]
             if known[1] is not None:
-                return known[1]
+                return known[1], has_best
         try:
             files = await self.packages.files(state.package_digest)
         except PackageUnavailable:
-            return None
-        return metric_spec(desc_of(files))
+            return None, has_best
+        return metric_spec(desc_of(files)), has_best

@@ -108,8 +108,10 @@ async def submit_and_run(
     stop_after_claim: bool = False,
     max_attempts: int = 3,
     attempt: int = 1,
+    document: dict[str, Any] | None = None,
 ) -> str:
-    """Append submitted, claimed and result for one submission; returns its id."""
+    """Append submitted, claimed and result for one submission (`document`, else a plain
+    result of `value`); returns its id."""
     sid = str(uuid.uuid4())
     submit = Submit(
         meta=_meta(clock, submitter),
@@ -132,7 +134,7 @@ async def submit_and_run(
         runner_id="runner-1",
         lease_id="lease-1",
         outcome="accepted" if accepted else "rejected",
-        result=result_doc(value, accepted=accepted, better=better),
+        result=document or result_doc(value, accepted=accepted, better=better),
         environment={"runner": "runner-1"},
     )
     await _step(elog, state, report)
