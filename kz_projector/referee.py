@@ -17,8 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from kz_events.commands import Submission, execute
 from kz_events.errors import ConcurrencyConflict, ObjectNotFound, RuleViolation
 from kz_events.eventlog import EventLog
 from kz_events.events import (
@@ -32,6 +34,7 @@ from kz_events.fanout import Follower
 from kz_events.ids import KernelId
 from kz_events.lifecycle import (
     TERMINAL,
+    Command,
     Judge,
     MarkSuspect,
     MetricSpec,
@@ -39,7 +42,6 @@ from kz_events.lifecycle import (
     SubmissionState,
     decide,
     evolve,
-    fold,
     suspect_reasons,
 )
 from kz_events.screen import Screen
@@ -85,6 +87,21 @@ def _has_best(files: FileMap) -> bool:
     best = board.get("best") if isinstance(board, dict) else None
     value = best.get("value") if isinstance(best, dict) else None
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged(Submission):
+    """A submission as the referee decides it: the verdict of `lifecycle.decide(Judge)`,
+    preceded by the `suspect` mark when it accepts a result that tripped the tripwire or
+    carries runtime flags (one batch, appended in order with the concurrency check)."""
+
+    referee: Referee | None = field(default=None, compare=False)
+
+    def decide(self, state: SubmissionState, command: Command) -> list[Event]:
+        verdict = decide(state, command)
+        if self.referee is None or not isinstance(command, Judge):
+            return verdict
+        return self.referee.suspect(state, command.result_event, verdict)
 
 
 class Referee:
@@ -170,36 +187,38 @@ class Referee:
             raise failed.exceptions[0] from None
 
     async def judge(self, submission_id: str) -> None:
+        """Judge the submission's current result through the one command path: a conflict
+        decides again on the stored submission, a refusal (judged already, no longer current)
+        is skipped, so judging is idempotent."""
         state = self.subs.get(submission_id)
-        for _ in range(5):
-            if state is None or state.result_seq is None or state.status is not Status.RUNNING:
-                return
-            result = await self._result_event(state)
-            if result is None:
-                return
-            metric, has_best = await self.trusted_facts(state)
-            command = Judge(
-                meta=EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor),
-                result_seq=state.result_seq,
-                result_event=result,
-                metric=metric,
-                first_result=not has_best,
-            )
-            try:
-                events = self._suspect(state, result, decide(state, command))
-                expect = state.version
-                for event in events:
-                    expect = await self.elog.append(event, expect=expect)
-                log.info("referee: %s %s", submission_id, " then ".join(e.type for e in events))
-                return
-            except RuleViolation as exc:
-                log.info("referee: skipping %s: %s", submission_id, exc.message)
-                return
-            except ConcurrencyConflict:
-                state = await self._load(state)
-        log.warning("referee: gave up on %s after repeated conflicts", submission_id)
+        if state is None or state.result_seq is None or state.status is not Status.RUNNING:
+            return
+        aggregate = _Judged(KernelId.parse(state.kernel_id).arch, submission_id, self)
+        try:
+            done = await execute(self.elog, aggregate, self._judge_command, expected=state)
+        except RuleViolation as exc:
+            log.info("referee: skipping %s: %s", submission_id, exc.message)
+            return
+        except ConcurrencyConflict:
+            log.warning("referee: gave up on %s after repeated conflicts", submission_id)
+            return
+        log.info("referee: %s %s", submission_id, " then ".join(e.type for e in done.events))
 
-    def _suspect(
+    async def _judge_command(self, state: SubmissionState) -> Judge:
+        """The `Judge` command for the state it is decided on (built again on a retry)."""
+        result = await self._result_event(state) if state.result_seq is not None else None
+        if result is None or state.result_seq is None:
+            raise RuleViolation("the submission has no current result", code="stale_result")
+        metric, has_best = await self.trusted_facts(state)
+        return Judge(
+            meta=EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor),
+            result_seq=state.result_seq,
+            result_event=result,
+            metric=metric,
+            first_result=not has_best,
+        )
+
+    def suspect(
         self, state: SubmissionState, result: SubmissionResult, verdict: list[Event]
     ) -> list[Event]:
         """`verdict`, preceded by a `suspect` mark when it accepts a result that tripped the
@@ -212,10 +231,6 @@ class Referee:
         meta = EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor)
         mark = decide(state, MarkSuspect(meta=meta, result_seq=state.result_seq, reasons=reasons))
         return [*mark, *verdict]
-
-    async def _load(self, state: SubmissionState) -> SubmissionState:
-        arch = KernelId.parse(state.kernel_id).arch
-        return fold(await self.elog.load(aggregate_filter("submission", arch, state.submission_id)))
 
     async def _result_event(self, state: SubmissionState) -> SubmissionResult | None:
         known = self.results.get(state.submission_id)
