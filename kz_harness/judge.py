@@ -699,7 +699,6 @@ class _WorkloadRun:
         block = self._block_size(everyone, only)
         values: dict[str, list[float]] = {link.name: [] for link in everyone}
         self.log_ratios = {link.name: [] for link in others}
-        decider = others[0]
         only(candidate)
         before = control.inspect(candidate)
         self.windows = 0
@@ -710,10 +709,9 @@ class _WorkloadRun:
             for link in others:
                 ratio = math.log(medians[candidate.name] / medians[link.name])
                 self.log_ratios[link.name].append(ratio)
-            if len(self.log_ratios[decider.name]) < timing.min_block_pairs:
+            if len(self.log_ratios[others[0].name]) < timing.min_block_pairs:
                 continue
-            _, low, high = speedup_interval([self.log_ratios[decider.name]])
-            if self._settled(decider, low, high):
+            if self._settled():
                 self._stop = "decided"
                 break
             if time.perf_counter() - started >= 2 * timing.budget_s:
@@ -762,14 +760,23 @@ class _WorkloadRun:
             medians[link.name] = statistics.median(timed)
         return medians
 
-    def _settled(self, decider: Link, low: float, high: float) -> bool:
-        """Whether sampling can stop: against the incumbent, once the interval clears the
-        margin or falls short of it; against the reference alone (a new kernel, scored but
-        not judged), once the interval is narrower than the margin."""
+    def _settled(self) -> bool:
+        """Whether sampling can stop: once the interval against the incumbent clears the
+        margin or falls short of it — at once when it falls short (a result not faster goes
+        on no board) — and the interval against the reference, whose speed-up is the board's
+        score, is narrower than the margin."""
         margin = self.bench.margin
-        if decider.name == "incumbent":
-            return decisive(low, high, margin)
-        return high <= low * (1 + margin)
+        intervals = {name: speedup_interval([r])[1:] for name, r in self.log_ratios.items()}
+        if "incumbent" in intervals:
+            low, high = intervals["incumbent"]
+            if not decisive(low, high, margin):
+                return False
+            if high < 1 + margin:
+                return True
+        if "reference" in intervals:
+            low, high = intervals["reference"]
+            return high <= low * (1 + margin)
+        return True
 
     def _calibrate(self, calibration: Link) -> float:
         """The channel's cost of a call: on a CPU the no-op's wall time, on a GPU the part of
