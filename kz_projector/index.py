@@ -380,16 +380,18 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
                 board.reference_value = float(value) if _positive(value) else None
             facts = state.facts.get(event.package_digest)
             info.metric = (facts.metric if facts else None) or bench.get("metric") or info.metric
+        # A runner as the log knows it: registered or deregistered, and when. Heartbeats live
+        # on KZ_LIVE, outside the log, so liveness (idle, busy, gone) is /api/runners'.
         case RunnerRegistered():
             state.runners[event.runner_id] = {
                 "id": event.runner_id,
                 "arches": list(event.arches),
                 "device": event.device or None,
-                "last_heartbeat": at,
+                "registered_at": at,
                 "state": "registered",
             }
         case RunnerDeregistered() if event.runner_id in state.runners:
-            state.runners[event.runner_id] |= {"state": "deregistered", "last_heartbeat": at}
+            state.runners[event.runner_id] |= {"state": "deregistered", "deregistered_at": at}
         case BoardReviewed():
             board = _on_board(state, event.kernel_id, imported=False)
             board.reviewed, board.reviewed_by, board.reviewed_at = True, event.actor, at
