@@ -70,7 +70,17 @@ _SUBMISSION_BY_API = (
     "disqualified",
     "suspect_cleared",
 )
-_SUBMISSION_BY_PROJECTOR = ("accepted", "rejected", "failed", "committed", "suspect")
+# The referee opens confirmation runs (`submitted` with `confirms`) and ends them.
+_SUBMISSION_BY_PROJECTOR = (
+    "submitted",
+    "accepted",
+    "rejected",
+    "failed",
+    "committed",
+    "suspect",
+    "confirmed",
+    "disputed",
+)
 
 
 @dataclass(frozen=True, slots=True)

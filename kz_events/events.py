@@ -38,6 +38,8 @@ __all__ = [
     "SubmissionCancelled",
     "SubmissionClaimed",
     "SubmissionCommitted",
+    "SubmissionConfirmed",
+    "SubmissionDisputed",
     "SubmissionDisqualified",
     "SubmissionEvent",
     "SubmissionFailed",
@@ -153,6 +155,10 @@ class SubmissionSubmitted(_SubmissionBase, frozen=True, kw_only=True, tag="submi
     max_attempts: int = 3
     summary: PackageSummary | None = None
     tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
+    # A confirmation run: the referee's second run of an accepted result that took rank 1 on
+    # its board (`confirms` names it), preferably on another runner than `avoid_runner`.
+    confirms: str | None = None
+    avoid_runner: str | None = None
 
 
 class SubmissionClaimed(_SubmissionBase, frozen=True, kw_only=True, tag="claimed"):
@@ -195,6 +201,24 @@ class SubmissionFailed(_SubmissionBase, frozen=True, kw_only=True, tag="failed")
     reason: str
     attempt: int = 0
     log_key: str | None = None
+
+
+class SubmissionConfirmed(_SubmissionBase, frozen=True, kw_only=True, tag="confirmed"):
+    """A confirmation run agreed with the result it confirms (`confirms`): its speed-up over
+    the board's reference lies within that result's interval, or theirs overlap."""
+
+    confirms: str
+    reason: str
+    result: dict[str, Any] | None = None
+
+
+class SubmissionDisputed(_SubmissionBase, frozen=True, kw_only=True, tag="disputed"):
+    """A confirmation run did not agree with the result it confirms: that result is marked
+    and not ranked first on its board."""
+
+    confirms: str
+    reason: str
+    result: dict[str, Any] | None = None
 
 
 class SubmissionCancelled(_SubmissionBase, frozen=True, kw_only=True, tag="cancelled"):
@@ -321,6 +345,8 @@ SubmissionEvent = (
     | SubmissionAccepted
     | SubmissionRejected
     | SubmissionFailed
+    | SubmissionConfirmed
+    | SubmissionDisputed
     | SubmissionCancelled
     | SubmissionCommitted
     | SubmissionDisqualified
@@ -339,6 +365,8 @@ EVENT_CLASSES: tuple[type[_Base], ...] = (
     SubmissionAccepted,
     SubmissionRejected,
     SubmissionFailed,
+    SubmissionConfirmed,
+    SubmissionDisputed,
     SubmissionCancelled,
     SubmissionCommitted,
     SubmissionDisqualified,

@@ -26,6 +26,8 @@ from kz_events.events import (
     SubmissionCancelled,
     SubmissionClaimed,
     SubmissionCommitted,
+    SubmissionConfirmed,
+    SubmissionDisputed,
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
@@ -37,7 +39,7 @@ from kz_events.events import (
     TripwireHit,
     UnknownEvent,
 )
-from kz_harness.sidebyside import document_verdict
+from kz_harness.sidebyside import confirmation_verdict, document_verdict
 
 __all__ = [
     "HOLDER_GONE_AFTER",
@@ -83,9 +85,20 @@ class Status(StrEnum):
     REJECTED = "rejected"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    CONFIRMED = "confirmed"  # a confirmation run that agreed with the result it confirms
+    DISPUTED = "disputed"  # one that did not
 
 
-TERMINAL = frozenset({Status.COMMITTED, Status.REJECTED, Status.FAILED, Status.CANCELLED})
+TERMINAL = frozenset(
+    {
+        Status.COMMITTED,
+        Status.REJECTED,
+        Status.FAILED,
+        Status.CANCELLED,
+        Status.CONFIRMED,
+        Status.DISPUTED,
+    }
+)
 OPEN = frozenset({Status.QUEUED, Status.RUNNING})
 
 # Runner outcomes that are not verdicts end the submission as `failed` with that code.
@@ -121,6 +134,7 @@ class SubmissionState(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: datetime | None = None
     claimed_at: datetime | None = None  # when the current claim was made
     first_claimed_at: datetime | None = None
+    confirms: str | None = None  # a confirmation run: the accepted submission it runs again
 
 
 class MetricSpec(msgspec.Struct, frozen=True):
@@ -161,6 +175,8 @@ class Submit(msgspec.Struct, frozen=True, kw_only=True):
     max_attempts: int = 3
     summary: PackageSummary | None = None
     tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
+    confirms: str | None = None
+    avoid_runner: str | None = None
     admission: Admission = msgspec.field(default_factory=lambda: Admission())
 
 
@@ -202,6 +218,8 @@ class Judge(msgspec.Struct, frozen=True, kw_only=True):
     # Main's scoreboard of the kernel holds no best yet: the result is its first, taken as
     # the judge gave it (no rule over side-by-side samples applies).
     first_result: bool = False
+    # A confirmation run: the score (speed-up, low, high) of the result it confirms.
+    confirming: list[float] | None = None
 
 
 class Fail(msgspec.Struct, frozen=True, kw_only=True):
@@ -490,6 +508,8 @@ def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
             )
         ]
     assert res.result is not None
+    if state.confirms is not None:
+        return _decide_confirmation(state, cmd, ids)
     document = res.result
     # The platform's rule over the samples when the document has them; else its own verdict.
     rederived = None if cmd.first_result else document_verdict(document)
@@ -516,6 +536,16 @@ def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
             environment=res.environment,
         )
     ]
+
+
+def _decide_confirmation(state: SubmissionState, cmd: Judge, ids: dict[str, Any]) -> list[Event]:
+    """A confirmation run is never accepted (nothing is committed twice): it agrees with the
+    result it confirms, or disputes it."""
+    assert state.confirms is not None and cmd.result_event.result is not None
+    agrees, reason = confirmation_verdict(cmd.result_event.result, cmd.confirming)
+    document = {**cmd.result_event.result, "reason": reason}
+    verdict = SubmissionConfirmed if agrees else SubmissionDisputed
+    return [verdict(**ids, confirms=state.confirms, reason=reason, result=document)]
 
 
 def _failure_reason(res: SubmissionResult) -> str:
@@ -631,6 +661,42 @@ def evolve(state: SubmissionState, event: Event | UnknownEvent, seq: int = 0) ->
     return msgspec.structs.replace(state, **change, **stamp)
 
 
+def _ended(
+    event: SubmissionRejected
+    | SubmissionFailed
+    | SubmissionCancelled
+    | SubmissionConfirmed
+    | SubmissionDisputed,
+) -> dict[str, Any]:
+    """What an ending other than a commit changes."""
+    match event:
+        case SubmissionRejected():
+            return {
+                "status": Status.REJECTED,
+                "error_code": event.code,
+                "error_message": event.reason,
+            }
+        case SubmissionFailed():
+            return {
+                "status": Status.FAILED,
+                "error_code": event.code,
+                "error_message": event.reason,
+            }
+        case SubmissionConfirmed() | SubmissionDisputed():
+            confirmed = isinstance(event, SubmissionConfirmed)
+            return {
+                "status": Status.CONFIRMED if confirmed else Status.DISPUTED,
+                "result": event.result,
+            }
+        case SubmissionCancelled():
+            return {
+                "status": Status.CANCELLED,
+                "error_code": "cancelled",
+                "error_message": event.reason,
+            }
+    raise AssertionError(f"not an ending: {event.type}")
+
+
 def _changes(
     state: SubmissionState, event: Event | UnknownEvent, seq: int
 ) -> dict[str, Any] | None:
@@ -645,6 +711,7 @@ def _changes(
                 "max_attempts": event.max_attempts,
                 "created_at": event.occurred_at,
                 "tripwire": list(event.tripwire),
+                "confirms": event.confirms,
             }
         case SubmissionClaimed():
             return {
@@ -662,24 +729,14 @@ def _changes(
             return {"result_seq": seq, "outcome": event.outcome, "result": event.result}
         case SubmissionAccepted():
             return {"status": Status.ACCEPTED, "result": event.result}
-        case SubmissionRejected():
-            return {
-                "status": Status.REJECTED,
-                "error_code": event.code,
-                "error_message": event.reason,
-            }
-        case SubmissionFailed():
-            return {
-                "status": Status.FAILED,
-                "error_code": event.code,
-                "error_message": event.reason,
-            }
-        case SubmissionCancelled():
-            return {
-                "status": Status.CANCELLED,
-                "error_code": "cancelled",
-                "error_message": event.reason,
-            }
+        case (
+            SubmissionRejected()
+            | SubmissionFailed()
+            | SubmissionCancelled()
+            | SubmissionConfirmed()
+            | SubmissionDisputed()
+        ):
+            return _ended(event)
         case SubmissionCommitted():
             return {
                 "status": Status.COMMITTED,

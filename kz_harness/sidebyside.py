@@ -178,3 +178,41 @@ def document_verdict(document: Mapping[str, Any]) -> tuple[bool, str] | None:
         return False, str(document.get("reason") or "output does not match the reference")
     verdict = compare_side_by_side(ratios, float(margin))
     return verdict.faster, verdict.reason
+
+
+def document_score(document: Mapping[str, Any]) -> tuple[float, float, float] | None:
+    """(speed-up, low, high) of a result document's score against the board's reference."""
+    score = document.get("score")
+    if not isinstance(score, dict) or score.get("against") != "reference":
+        return None
+    speedup, interval = score.get("speedup"), score.get("interval")
+    if not isinstance(interval, list) or len(interval) != 2:
+        return None
+    figures = (speedup, *interval)
+    if not all(isinstance(x, int | float) and math.isfinite(x) and x > 0 for x in figures):
+        return None
+    return float(figures[0]), float(figures[1]), float(figures[2])
+
+
+def confirmation_verdict(
+    document: Mapping[str, Any], confirmed: Sequence[float] | None
+) -> tuple[bool, str]:
+    """(agrees, reason) of a confirmation run: a second, independent measurement of a result
+    that took rank 1 on its board. It agrees when its output is correct and its score's
+    interval overlaps the confirmed result's (`confirmed`: speed-up, low, high)."""
+    correctness = document.get("correctness")
+    if not isinstance(correctness, dict) or correctness.get("passed") is not True:
+        return False, "disagrees: the confirmation run's output does not match the reference"
+    score = document_score(document)
+    if score is None:
+        return False, "disagrees: the confirmation run has no score against the board's reference"
+    if confirmed is None or len(confirmed) != 3:
+        return False, "disagrees: the confirmed result has no score to compare with"
+    speedup, low, high = score
+    first, first_low, first_high = (float(x) for x in confirmed)
+    agrees = low <= first_high and first_low <= high
+    figures = (
+        f"{speedup:.3g}x the reference ({low:.3g}-{high:.3g}x) on this run, "
+        f"{first:.3g}x ({first_low:.3g}-{first_high:.3g}x) on the confirmed one"
+    )
+    return agrees, f"{'agrees' if agrees else 'disagrees'}: {figures}"

@@ -66,7 +66,8 @@ def test_the_roles_are_the_services() -> None:
         ("api", "$JS.API.STREAM.MSG.GET.OBJ_KZ_JUDGES", True),
         ("projector", "kz.ev.submission.sm90.S.committed", True),
         ("projector", "kz.ev.kernel.sm90.K.imported", True),
-        ("projector", "kz.ev.submission.sm90.S.submitted", False),
+        ("projector", "kz.ev.submission.sm90.S.submitted", True),  # confirmation runs
+        ("projector", "kz.ev.submission.sm90.S.claimed", False),
         ("projector", "kz.ev.submission.sm90.S.result", False),
         ("projector", "$O.KZ_LOGS.C.nuid", False),
         ("projector", "$O.KZ_JUDGES.C.nuid", True),

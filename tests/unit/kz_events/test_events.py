@@ -27,6 +27,8 @@ from kz_events.events import (
     RunnerRegistered,
     SubmissionAccepted,
     SubmissionCancelled,
+    SubmissionConfirmed,
+    SubmissionDisputed,
     SubmissionClaimed,
     SubmissionCommitted,
     SubmissionDisqualified,
@@ -120,6 +122,17 @@ SAMPLES: dict[str, Event] = {
         **_sub(6, "sweeper"), code="timed_out", reason="no heartbeat", attempt=3, log_key="x-3"
     ),
     "cancelled": SubmissionCancelled(**_sub(7, "alice"), reason="superseded"),
+    "confirmed": SubmissionConfirmed(
+        **_sub(18, "referee"),
+        confirms="0d4ad3c2-6f0e-4b7e-9d59-5b7e3f1c2a10",
+        reason="agrees: 1.3x the reference (1.25-1.36x) on this run, 1.31x (1.27-1.35x) first",
+        result=RESULT,
+    ),
+    "disputed": SubmissionDisputed(
+        **_sub(19, "referee"),
+        confirms="0d4ad3c2-6f0e-4b7e-9d59-5b7e3f1c2a10",
+        reason="disagrees: 1.02x the reference (1-1.04x) on this run, 1.31x (1.27-1.35x) first",
+    ),
     "committed": SubmissionCommitted(
         **_sub(8, "git"), source_commit="b" * 40, bench_result_commit="c" * 40, accepted_seq=4
     ),

@@ -18,6 +18,8 @@ from kz_events.events import (
     SubmissionCancelled,
     SubmissionClaimed,
     SubmissionCommitted,
+    SubmissionConfirmed,
+    SubmissionDisputed,
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
@@ -632,3 +634,40 @@ def test_the_verdict_is_rederived_from_the_samples(
     assert isinstance(event, verdict)
     assert event.result["accepted"] is (verdict is SubmissionAccepted)
     assert "x the incumbent's speed, side by side" in event.result["reason"]
+
+
+def _scored(speedup: float, low: float, high: float, *, passed: bool = True) -> dict[str, Any]:
+    return {
+        **document(),
+        "correctness": {"passed": passed, "checks": []},
+        "score": {"against": "reference", "speedup": speedup, "interval": [low, high]},
+    }
+
+
+def _confirming_run(result: dict[str, Any]) -> SubmissionState:
+    confirm = msgspec.structs.replace(submit(), confirms="first-sid", avoid_runner="r0")
+    state = run(SubmissionState(), confirm)
+    assert state.confirms == "first-sid"
+    return run(run(state, claim(1)), report(result=result))
+
+
+@pytest.mark.parametrize(
+    ("result", "ending", "status"),
+    [
+        (_scored(1.32, 1.28, 1.36), SubmissionConfirmed, Status.CONFIRMED),  # overlaps
+        (_scored(1.02, 1.00, 1.04), SubmissionDisputed, Status.DISPUTED),  # far below
+        (_scored(1.32, 1.28, 1.36, passed=False), SubmissionDisputed, Status.DISPUTED),
+        (document(), SubmissionDisputed, Status.DISPUTED),  # no score to compare
+    ],
+)
+def test_a_confirmation_run_agrees_or_disputes_and_is_never_accepted(
+    result: dict[str, Any], ending: type, status: Status
+) -> None:
+    """A confirmation run is judged against the score of the result it confirms: nothing is
+    committed twice; its ending names that result and states both figures."""
+    state = _confirming_run(result)
+    command = msgspec.structs.replace(judge_of(state), confirming=[1.31, 1.27, 1.35])
+    [event] = decide(state, command)
+    assert isinstance(event, ending) and event.confirms == "first-sid"
+    assert evolve(state, event, state.version + 1).status is status
+    assert status in TERMINAL
