@@ -25,6 +25,7 @@ from kz_cli.http import (
     refusal_lines,
 )
 from kz_events.ids import KernelId
+from kz_events.lifecycle import TERMINAL as LIFECYCLE_TERMINAL
 from kz_package import INVALID_PACKAGE, PackageError, pack_directory, validate_tarball
 
 __all__ = [
@@ -39,13 +40,14 @@ __all__ = [
     "verdict_lines",
 ]
 
-TERMINAL = {"committed", "rejected", "failed", "cancelled"}
+TERMINAL = {str(status) for status in LIFECYCLE_TERMINAL}
 
 
 EXIT_CODES = """exit codes:
-  0  accepted or committed (kz submit --no-wait: queued)
+  0  accepted or committed, or a confirmation run that agreed (kz submit --no-wait: queued)
   1  rejected: the judge measured it and it did not beat the board
-  2  failed, cancelled, refused (locally or by the server), or any other error
+  2  failed, cancelled, a confirmation run that disputed its result, refused (locally or by
+     the server), or any other error
 """
 
 
@@ -104,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def exit_code_for(status: str) -> int:
-    if status in ("accepted", "committed"):
+    if status in ("accepted", "committed", "confirmed"):
         return 0
     if status == "rejected":
         return 1

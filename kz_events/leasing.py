@@ -47,6 +47,9 @@ __all__ = ["LeaseService", "ResultReport", "TaskLease", "settle_rule"]
 
 log = logging.getLogger(__name__)
 
+AVOID_DELIVERIES = 3  # how often a runner hands back a confirmation run of its own result
+AVOID_DELAY_S = 2.0
+
 
 @dataclass(frozen=True, kw_only=True)
 class TaskLease:
@@ -144,6 +147,11 @@ class LeaseService:
         task = checked_event(msg.subject, msg.data)
         if not isinstance(task, SubmissionSubmitted):
             await self.log.settle_task(msg.reply, Settle.TERM)  # no task (undecodable, misfiled)
+            return None
+        if task.avoid_runner == runner_id and msg.deliveries <= AVOID_DELIVERIES:
+            # A confirmation run is for another runner when one serves the arch: handed back
+            # a few times, it comes to this one again after other work.
+            await self.log.settle_task(msg.reply, Settle.NAK, delay_s=AVOID_DELAY_S)
             return None
         aggregate = Submission.of(task.kernel_id, task.submission_id)
         lease_id = str(uuid.uuid4())

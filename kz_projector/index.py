@@ -29,6 +29,8 @@ from kz_events.events import (
     SubmissionCancelled,
     SubmissionClaimed,
     SubmissionCommitted,
+    SubmissionConfirmed,
+    SubmissionDisputed,
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
@@ -112,6 +114,8 @@ class ValueRec:
     suspect: bool = False
     score: Score | None = None  # the speed-up over the board's reference, side by side
     device: str | None = None
+    # A result that took rank 1 is run again: unconfirmed until then, confirmed or disputed.
+    confirmation: str | None = None
 
     def doc(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -127,6 +131,8 @@ class ValueRec:
             out["score"] = self.score.doc()
         if self.device:
             out["device"] = self.device
+        if self.confirmation:
+            out["confirmation"] = self.confirmation
         if self.suspect:
             out["suspect"] = True
         return out
@@ -197,6 +203,7 @@ class IndexState:
     pending: dict[str, PackageSummary] = field(default_factory=dict)  # open sid → its summary
     boards: dict[str, BoardInfo] = field(default_factory=dict)
     suspects: set[str] = field(default_factory=set)  # sids marked suspect and not cleared
+    confirming: dict[str, str] = field(default_factory=dict)  # open confirmation run → result
 
 
 def board_of(kernel_id: str) -> str:
@@ -313,6 +320,8 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
             state.open_subs[sid] = (event.kernel.arch, "queued")
             if event.summary is not None:
                 state.pending[sid] = event.summary
+            if event.confirms is not None:
+                _confirming(state, event.kernel_id, sid, event.confirms)
         case SubmissionClaimed() if sid in state.open_subs:
             state.open_subs[sid] = (state.open_subs[sid][0], "running")
         case SubmissionAccepted():
@@ -320,9 +329,16 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
             if summary is not None:
                 state.facts[event.package_digest] = summary
             _accepted(state, seq, event, at)
-        case SubmissionRejected() | SubmissionFailed() | SubmissionCancelled():
+        case (
+            SubmissionRejected()
+            | SubmissionFailed()
+            | SubmissionCancelled()
+            | SubmissionConfirmed()
+            | SubmissionDisputed()
+        ):
             state.open_subs.pop(sid, None)
             state.pending.pop(sid, None)
+            _confirmation(state, event)
         case SubmissionCommitted() if event.kernel_id in state.kernels:
             _committed(state, event)
         case SubmissionDisqualified() if event.kernel_id in state.kernels:
@@ -333,6 +349,24 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
                 info.disqualified.append(sid)
         case SubmissionSuspected() | SubmissionSuspectCleared():
             _suspect(state, event)
+
+
+def _confirming(state: IndexState, kernel_id: str, sid: str, confirms: str) -> None:
+    info = state.kernels.get(kernel_id)
+    rec = info.accepted.get(confirms) if info else None
+    if rec is not None:
+        state.confirming[sid] = confirms
+        rec.confirmation = "unconfirmed"
+
+
+def _confirmation(state: IndexState, event: Event) -> None:
+    """Mark the result a confirmation run is about: `unconfirmed` while it is open, then
+    `confirmed` or `disputed`; a run that failed leaves it unconfirmed."""
+    confirms = state.confirming.pop(getattr(event, "submission_id", ""), None)
+    info = state.kernels.get(getattr(event, "kernel_id", ""))
+    rec = info.accepted.get(confirms) if info and confirms else None
+    if rec is not None and isinstance(event, SubmissionConfirmed | SubmissionDisputed):
+        rec.confirmation = event.type
 
 
 def _committed(state: IndexState, event: SubmissionCommitted) -> None:
@@ -522,6 +556,8 @@ def _ranked(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     def key(doc: dict[str, Any]) -> tuple[int, float, str]:
         score = doc["score"]
+        if _disputed(doc):  # a record a second run did not agree with is not ranked first
+            return (2, -score["speedup"] if score else 0.0, doc["id"])
         if score is not None:
             return (0, -score["speedup"], doc["id"])
         value = doc["best"]["value"]
@@ -542,10 +578,21 @@ def _ranked(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "value": doc["best"]["value"],
                 "score": doc["score"],
                 **({"tied": True} if tied else {}),
+                **_confirmation_of(doc),
                 **({"suspect": True} if doc["best"].get("suspect") else {}),
             }
         )
     return ranked
+
+
+def _confirmation_of(doc: dict[str, Any]) -> dict[str, str]:
+    """The kernel's current result's confirmation, when it took rank 1 and was run again."""
+    mark = (doc["current"] or {}).get("confirmation")
+    return {"confirmation": mark} if mark else {}
+
+
+def _disputed(doc: dict[str, Any]) -> bool:
+    return _confirmation_of(doc).get("confirmation") == "disputed"
 
 
 def _score_from_doc(doc: dict[str, Any] | None) -> Score | None:

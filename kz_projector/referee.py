@@ -15,7 +15,9 @@ A result about to be accepted whose package tripped the static tripwire (the hit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +29,9 @@ from kz_events.events import (
     Event,
     EventMeta,
     SubmissionAccepted,
+    SubmissionDisputed,
     SubmissionResult,
+    SubmissionSubmitted,
     UnknownEvent,
 )
 from kz_events.fanout import Follower
@@ -40,12 +44,14 @@ from kz_events.lifecycle import (
     MetricSpec,
     Status,
     SubmissionState,
+    Submit,
     decide,
     evolve,
     suspect_reasons,
 )
 from kz_events.screen import Screen
 from kz_events.subjects import JUDGES_BUCKET, aggregate_filter, judge_key
+from kz_harness.sidebyside import document_score
 from kz_package.archive import PACKAGE_DIR
 from kz_package.errors import PackageError
 from kz_package.yaml_safe import load_yaml
@@ -104,6 +110,58 @@ class _Judged(Submission):
         return self.referee.suspect(state, command.result_event, verdict)
 
 
+CONFIRMATIONS = uuid.UUID("6c1f3b9e-4a3e-4f0c-9b1e-2f4d7a9c0e51")
+
+
+def confirmation_id(submission_id: str) -> str:
+    """The id of the confirmation run of `submission_id`: one per result, whoever opens it."""
+    return str(uuid.uuid5(CONFIRMATIONS, submission_id))
+
+
+class Records:
+    """Which accepted results took rank 1 on their board, by their score over the board's
+    reference, and whether each has its confirmation run yet; folded from the log, so a
+    restart finds the results still waiting for one."""
+
+    def __init__(self) -> None:
+        self.scores: dict[str, float] = {}  # kernel → its current result's score
+        self.waiting: dict[str, SubmissionAccepted] = {}  # results that need a confirmation
+        self.sizes: dict[str, int] = {}  # submission → its package size
+        self.confirming: set[str] = set()  # results whose confirmation run is open or done
+
+    def track(self, event: Event | UnknownEvent) -> None:
+        match event:
+            case SubmissionSubmitted(confirms=None):
+                self.sizes[event.submission_id] = event.package_size
+            case SubmissionSubmitted(confirms=str() as confirmed):
+                self.opened(confirmed)
+            case SubmissionAccepted():
+                self._accepted(event)
+            case SubmissionDisputed():
+                self.scores.pop(event.kernel_id, None)  # its record does not stand
+
+    def _accepted(self, event: SubmissionAccepted) -> None:
+        score = document_score(event.result)
+        if score is None:
+            return
+        board = KernelId.parse(event.kernel_id).group
+        others = [
+            value
+            for kernel_id, value in self.scores.items()
+            if kernel_id != event.kernel_id and KernelId.parse(kernel_id).group == board
+        ]
+        self.scores[event.kernel_id] = score[0]
+        if others and score[0] > max(others) and event.submission_id not in self.confirming:
+            self.waiting[event.submission_id] = event
+
+    def opened(self, submission_id: str) -> None:
+        self.confirming.add(submission_id)
+        self.waiting.pop(submission_id, None)
+
+    def awaiting(self) -> list[SubmissionAccepted]:
+        return list(self.waiting.values())
+
+
 class Referee:
     """Judges results; keeps an in-memory fold of open submissions to find what is pending."""
 
@@ -129,12 +187,14 @@ class Referee:
         self.results: dict[str, tuple[int, SubmissionResult]] = {}
         self.position = 0
         self.screen = Screen("referee")  # what it skips (kz_events.screen)
+        self.records = Records()
 
     def track(self, seq: int, event: Event | UnknownEvent) -> None:
         self.position = max(self.position, seq)
         sid = getattr(event, "submission_id", None)
         if sid is None or getattr(event, "aggregate", "") != "submission":
             return
+        self.records.track(event)
         state = evolve(self.subs.get(sid, SubmissionState()), event, seq)
         if isinstance(event, SubmissionResult):
             self.results[sid] = (seq, event)
@@ -158,6 +218,7 @@ class Referee:
             self.track(seq, event)
         for _, sid in self.pending():
             await self.judge(sid)
+        await self.open_confirmations()
         return self.position
 
     async def run(self) -> None:
@@ -203,6 +264,30 @@ class Referee:
             log.warning("referee: gave up on %s after repeated conflicts", submission_id)
             return
         log.info("referee: %s %s", submission_id, " then ".join(e.type for e in done.events))
+        for event in done.events:
+            self.records.track(event)
+        await self.open_confirmations()
+
+    async def open_confirmations(self) -> None:
+        """Open a confirmation run for each accepted result that took rank 1 on its board and
+        has none yet (`Records`); idempotent: a run is named after the result it confirms."""
+        for accepted in self.records.awaiting():
+            submit = Submit(
+                meta=EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor),
+                submission_id=confirmation_id(accepted.submission_id),
+                kernel_id=accepted.kernel_id,
+                submitter_id=accepted.submitter_id,
+                package_digest=accepted.package_digest,
+                package_size=self.records.sizes.get(accepted.submission_id, 0),
+                message=f"confirmation run of {accepted.submission_id}",
+                confirms=accepted.submission_id,
+                avoid_runner=accepted.runner_id,
+            )
+            aggregate = Submission.of(accepted.kernel_id, submit.submission_id)
+            with contextlib.suppress(RuleViolation):  # opened already, before a restart
+                await execute(self.elog, aggregate, submit)
+            self.records.opened(accepted.submission_id)
+            log.info("referee: %s took rank 1; confirming it", accepted.submission_id)
 
     async def _judge_command(self, state: SubmissionState) -> Judge:
         """The `Judge` command for the state it is decided on (built again on a retry)."""
@@ -216,7 +301,19 @@ class Referee:
             result_event=result,
             metric=metric,
             first_result=not has_best,
+            confirming=await self._confirmed_score(state),
         )
+
+    async def _confirmed_score(self, state: SubmissionState) -> list[float] | None:
+        """For a confirmation run, the score of the result it confirms, as accepted."""
+        if state.confirms is None:
+            return None
+        stored = await self.elog.load(Submission.of(state.kernel_id, state.confirms).subject_filter)
+        for _, event in stored:
+            if isinstance(event, SubmissionAccepted):
+                score = document_score(event.result)
+                return list(score) if score else None
+        return None
 
     def suspect(
         self, state: SubmissionState, result: SubmissionResult, verdict: list[Event]

@@ -10,7 +10,13 @@ import pytest
 
 from kz_events.errors import RuleViolation
 from kz_events.events import SubmissionSubmitted, TaskHeartbeat
-from kz_events.leasing import LeaseService, ResultReport, settle_rule
+from kz_events.leasing import (
+    AVOID_DELAY_S,
+    AVOID_DELIVERIES,
+    LeaseService,
+    ResultReport,
+    settle_rule,
+)
 from kz_events.lifecycle import RELEASED_PHASE, Status, SubmissionState
 from kz_events.memlog import MemoryLog
 from kz_events.port import Settle
@@ -24,7 +30,7 @@ REPORT = ResultReport(
 )
 
 
-async def queued(log: MemoryLog) -> str:
+async def queued(log: MemoryLog, avoid_runner: str | None = None) -> str:
     sid = str(uuid.uuid4())
     await log.append(
         SubmissionSubmitted(
@@ -36,6 +42,8 @@ async def queued(log: MemoryLog) -> str:
             submitter_id="alice",
             package_digest="d" * 64,
             package_size=10,
+            confirms=None if avoid_runner is None else "confirmed-sid",
+            avoid_runner=avoid_runner,
         )
     )
     return sid
@@ -91,3 +99,20 @@ async def test_a_late_result_of_a_lost_lease_is_refused_and_leaves_the_delivery(
     with pytest.raises(RuleViolation, match="not the submission's current claim"):
         await service.heartbeat(first, "run")
     assert await service.heartbeat(second, "run") is False
+
+
+async def test_a_confirmation_run_goes_to_another_runner_else_comes_back_later() -> None:
+    """The runner of the result being confirmed hands its confirmation run back (a few times,
+    with a delay); another runner takes it at once; alone, the first takes it in the end."""
+    log = MemoryLog()
+    service = LeaseService(log, lease_s=30)
+    sid = await queued(log, avoid_runner="r1")
+    assert await service.claim("r1", ["cpu"], 0.2) is None
+    other = await service.claim("r2", ["cpu"], 5)
+    assert other is not None and other.submission_id == sid
+
+    alone = await queued(log, avoid_runner="r1")
+    lease = None
+    for _ in range(AVOID_DELIVERIES + 1):
+        lease = lease or await service.claim("r1", ["cpu"], AVOID_DELAY_S + 1)
+    assert lease is not None and lease.submission_id == alone
