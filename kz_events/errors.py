@@ -3,6 +3,7 @@
 KzError
 ├── InvalidInput            bad input from outside (ids, settings, packages); carries a code
 │   ├── InvalidKernelId
+│   ├── InvalidResult       a result document that does not decode; names the field
 │   └── ConfigError
 ├── EventLogError           the log could not do what was asked
 │   ├── ConcurrencyConflict     an aggregate moved since the caller last saw it
@@ -24,6 +25,7 @@ __all__ = [
     "EventLogError",
     "InvalidInput",
     "InvalidKernelId",
+    "InvalidResult",
     "KzError",
     "LogUnavailable",
     "ObjectCorrupt",
@@ -60,6 +62,17 @@ class InvalidInput(KzError):
 
 class InvalidKernelId(InvalidInput):
     code = "invalid_kernel_id"
+
+
+class InvalidResult(InvalidInput):
+    """A result document that does not decode into the typed view; `field` names where
+    (`metric.value`, `workloads[0].stats.median`; empty for the document itself)."""
+
+    code = "invalid_result"
+
+    def __init__(self, message: str, *, field: str = "") -> None:
+        super().__init__(message, details={"field": field})
+        self.field = field
 
 
 class ConfigError(InvalidInput):

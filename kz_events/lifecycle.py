@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from kz_events.errors import RuleViolation
+from kz_events.errors import InvalidResult, RuleViolation
 from kz_events.events import (
     Event,
     EventMeta,
@@ -39,6 +39,7 @@ from kz_events.events import (
     TripwireHit,
     UnknownEvent,
 )
+from kz_events.result import ResultDocument, result_flags
 from kz_harness.sidebyside import confirmation_verdict, document_verdict
 
 __all__ = [
@@ -460,21 +461,24 @@ def _decide_result(state: SubmissionState, cmd: ReportResult) -> list[Event]:
 
 
 def _metric_problem(result: dict[str, Any] | None, spec: MetricSpec | None) -> str | None:
-    """Why `result` does not fit the kernel's metric, or None when it does."""
-    if not isinstance(result, dict):
+    """Why `result` does not decode or does not fit the kernel's metric, or None when it
+    does; the problem names the field."""
+    if result is None:
         return "the result document is missing"
-    metric = result.get("metric")
-    if not isinstance(metric, dict):
+    try:
+        metric = ResultDocument.of(result).metric
+    except InvalidResult as exc:
+        return exc.message
+    if metric is None:
         return "the result document has no metric"
-    value = metric.get("value")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return f"metric.value must be a finite number, got {value!r}"
+    if metric.value is None or not math.isfinite(metric.value):
+        return f"metric.value must be a finite number, got {metric.value!r}"
     if spec is not None:
         for field in ("name", "unit", "better"):
-            if metric.get(field) != getattr(spec, field):
+            if getattr(metric, field) != getattr(spec, field):
                 return (
                     f"metric.{field} must be {getattr(spec, field)!r} as the kernel declares, "
-                    f"got {metric.get(field)!r}"
+                    f"got {getattr(metric, field)!r}"
                 )
     return None
 
@@ -604,25 +608,18 @@ def _decide_disqualify(state: SubmissionState, cmd: Disqualify) -> list[Event]:
 
 
 def suspect_reasons(
-    tripwire: Iterable[TripwireHit], result: dict[str, Any] | None
+    tripwire: Iterable[TripwireHit], result: ResultDocument | dict[str, Any] | None
 ) -> list[SuspectReason]:
     """Why a result is suspect: the package's tripwire hits, then the judge's runtime `flags`
-    (result documents of version 2; a version 1 document has none). Empty: not suspect."""
+    (a document without them has none; a malformed flag is skipped). Empty: not suspect."""
     reasons = [
         SuspectReason(source="tripwire", code=h.code, message=h.message, path=h.path, line=h.line)
         for h in tripwire
     ]
-    flags = result.get("flags") if isinstance(result, dict) else None
-    for flag in flags if isinstance(flags, list) else []:
-        if isinstance(flag, dict) and isinstance(flag.get("code"), str):
-            message = flag.get("message")
-            reasons.append(
-                SuspectReason(
-                    source="runtime",
-                    code=flag["code"][:64],
-                    message=message[:500] if isinstance(message, str) else "",
-                )
-            )
+    reasons += [
+        SuspectReason(source="runtime", code=flag.code[:64], message=flag.message[:500])
+        for flag in result_flags(result)
+    ]
     return reasons
 
 

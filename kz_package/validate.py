@@ -18,8 +18,9 @@ from typing import Any, BinaryIO, Protocol
 
 import msgspec
 
-from kz_events.errors import InvalidKernelId
+from kz_events.errors import InvalidKernelId, InvalidResult
 from kz_events.ids import KernelId
+from kz_events.result import ResultDocument
 from kz_package import schemas
 from kz_package.archive import PACKAGE_DIR, path_problem, unpack_tarball
 from kz_package.errors import (
@@ -359,4 +360,8 @@ def validate_result_document(
     problems = schemas.validate("result", doc, path=_RESULT) or _result_semantics(doc)
     if problems:
         raise PackageError(INVALID_RESULT, problems)
+    try:  # the readers' typed view must hold what the schema let through
+        ResultDocument.of(doc)
+    except InvalidResult as exc:
+        raise PackageError.one(INVALID_RESULT, _RESULT, exc.field, exc.message) from None
     return doc
