@@ -219,15 +219,13 @@ class Score(_Part, frozen=True, kw_only=True):
     blocks: int | None = None
     reason: str | None = None
 
-    @property
-    def measured(self) -> bool:
-        """Against the reference, with a positive finite speed-up and interval."""
-        figures = (self.speedup, *(self.interval or ()))
-        return (
-            self.against == "reference"
-            and self.interval is not None
-            and all(x is not None and math.isfinite(x) and x > 0 for x in figures)
-        )
+    def figures(self) -> tuple[float, float, float] | None:
+        """Speed-up, low and high when measured against the reference, all positive and
+        finite; else None (no reference, or figures that cannot rank)."""
+        if self.against != "reference" or self.speedup is None or self.interval is None:
+            return None
+        figures = (self.speedup, *self.interval)
+        return figures if all(math.isfinite(x) and x > 0 for x in figures) else None
 
 
 class ResultDocument(_Part, frozen=True, kw_only=True):

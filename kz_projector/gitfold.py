@@ -21,8 +21,9 @@ from kz_events.events import (
     UnknownEvent,
 )
 from kz_events.ids import KernelId
+from kz_events.result import Metric, ResultDocument
 from kz_package.archive import PACKAGE_DIR
-from kz_projector.errors import BranchMoved, HistoryDiverged
+from kz_projector.errors import BranchMoved, HistoryDiverged, ProjectorError
 from kz_projector.gitstore import (
     FILE_MODE,
     MAIN,
@@ -40,7 +41,6 @@ from kz_projector.scoreboard import (
     board_disqualify,
     board_import,
     iso,
-    metric_fields,
     metric_of_result,
     render_yaml,
     scoreboard,
@@ -69,8 +69,8 @@ def author_of(ident: str) -> Person:
     return Person(ident, f"{safe}@submitters.kernel-zoo.invalid")
 
 
-def _metric_of_desc(files: FileMap) -> dict[str, str] | None:
-    return metric_fields(desc_of(files).get("metric"))
+def _metric_of_desc(files: FileMap) -> Metric | None:
+    return Metric.of(desc_of(files).get("metric"))
 
 
 class GitFold:
@@ -126,7 +126,10 @@ class GitFold:
         return self.boards.get(kernel_id) or Board(kernel_id=kernel_id)
 
     async def _accepted(self, seq: int, event: SubmissionAccepted, live: bool) -> Applied | None:
-        value = float(event.result["metric"]["value"])
+        document = ResultDocument.of(event.result)
+        if document.value is None:  # the referee accepts only a finite value
+            raise ProjectorError(f"accepted {event.submission_id} carries no metric.value")
+        value = document.value
         item = Accepted(
             seq=seq,
             submission_id=event.submission_id,
@@ -139,7 +142,7 @@ class GitFold:
             environment=dict(event.environment),
         )
         board = self._board(event.kernel_id)
-        metric = metric_of_result(event.result)
+        metric = metric_of_result(document)
         if not live:
             self.boards[event.kernel_id] = board_accept(board, item, metric)
             return None
@@ -164,7 +167,7 @@ class GitFold:
             root,
             trailers,
             f"{event.kernel_id}: bench result {value:g} "
-            f"{(new_board.metric or {}).get('unit', '')}".rstrip(),
+            f"{new_board.metric.unit if new_board.metric else ''}".rstrip(),
             True,
         )
 

@@ -40,6 +40,8 @@ from kz_events.events import (
     UnknownEvent,
 )
 from kz_events.ids import KernelId
+from kz_events.result import ResultDocument
+from kz_projector.errors import ProjectorError
 from kz_projector.scoreboard import iso
 
 __all__ = [
@@ -84,18 +86,14 @@ class Score:
         return self.low <= other.high and other.low <= self.high
 
 
-def score_of(result: dict[str, Any]) -> Score | None:
+def score_of(result: ResultDocument | dict[str, Any]) -> Score | None:
     """The side-by-side score a result document carries (its `score` against the reference)."""
-    score = result.get("score")
-    if not isinstance(score, dict) or score.get("against") != "reference":
+    score = ResultDocument.of(result).score
+    figures = score.figures() if score is not None else None
+    if figures is None:
         return None
-    speedup, interval = score.get("speedup"), score.get("interval")
-    if not _positive(speedup) or not isinstance(interval, list) or len(interval) != 2:
-        return None
-    low, high = interval
-    if not (_positive(low) and _positive(high)):
-        return None
-    return Score(float(speedup), float(low), float(high), "side_by_side")
+    speedup, low, high = figures
+    return Score(speedup, low, high, "side_by_side")
 
 
 @dataclass(slots=True)
@@ -236,7 +234,7 @@ def with_facts(state: IndexState, digest: str, facts: PackageSummary) -> IndexSt
     return state
 
 
-def headline_spread(result: dict[str, Any]) -> tuple[float | None, float | None]:
+def headline_spread(result: ResultDocument | dict[str, Any]) -> tuple[float | None, float | None]:
     """The p10-p90 spread of a result's headline value.
 
     A headline that is one workload's value has that workload's spread. One that aggregates
@@ -245,17 +243,18 @@ def headline_spread(result: dict[str, Any]) -> tuple[float | None, float | None]
     and ties results by this spread, so it must be the headline's, not any one workload's.
     (The web UI derives the same when a score comes without one.)
     """
-    headline = result.get("metric", {}).get("value")
+    document = ResultDocument.of(result)
+    headline = document.value
     if not _positive(headline):
         return None, None
-    rows: list[tuple[object, float, float, float]] = []  # value, p10, p90, median
-    for workload in result.get("workloads") or []:
-        stats = workload.get("stats") if isinstance(workload, dict) else None
-        if not isinstance(stats, dict):
+    rows: list[tuple[float | None, float, float, float]] = []  # value, p10, p90, median
+    for workload in document.workloads:
+        stats = workload.stats
+        if stats is None:
             continue
-        p10, p90, mid = stats.get("p10"), stats.get("p90"), stats.get("median", stats.get("mean"))
+        p10, p90, mid = stats.p10, stats.p90, stats.centre
         if _positive(p10) and _positive(p90) and _positive(mid):
-            rows.append((workload.get("value"), float(p10), float(p90), float(mid)))
+            rows.append((workload.value, p10, p90, mid))
     for value, p10, p90, _ in rows:
         if value == headline:
             return p10, p90
@@ -263,7 +262,7 @@ def headline_spread(result: dict[str, Any]) -> tuple[float | None, float | None]
         return None, None
     low = _geomean([p10 / mid for _, p10, _, mid in rows])
     high = _geomean([p90 / mid for _, _, p90, mid in rows])
-    return float(headline) * low, float(headline) * high
+    return headline * low, headline * high
 
 
 def _positive(x: object) -> TypeGuard[float]:
@@ -287,9 +286,12 @@ def _touch(state: IndexState, kernel_id: str, at: str) -> None:
 
 def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -> None:
     info = _kernel(state, event.kernel_id)
-    p10, p90 = headline_spread(event.result)
+    document = ResultDocument.of(event.result)
+    if document.metric is None or document.value is None:  # the referee accepts only a value
+        raise ProjectorError(f"accepted {event.submission_id} carries no metric.value")
+    p10, p90 = headline_spread(document)
     rec = ValueRec(
-        float(event.result["metric"]["value"]),
+        document.value,
         event.submitter_id,
         event.submission_id,
         at,
@@ -297,8 +299,8 @@ def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -
         p10,
         p90,
         suspect=event.submission_id in state.suspects,
-        score=score_of(event.result),
-        device=str(event.result.get("environment", {}).get("device") or "") or None,
+        score=score_of(document),
+        device=document.device,
     )
     board = _on_board(state, event.kernel_id, imported=False)
     if board.kernels[0] == event.kernel_id and board.reference_value is None:
@@ -306,10 +308,7 @@ def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -
     info.accepted[event.submission_id] = rec
     info.history = [*info.history, rec][-HISTORY_LENGTH:]
     info.digest = event.package_digest
-    metric = event.result.get("metric", {})
-    info.metric = info.metric or {
-        k: str(metric[k]) for k in ("name", "unit", "better") if k in metric
-    }
+    info.metric = info.metric or document.metric.fields()
     state.open_subs.pop(event.submission_id, None)
 
 

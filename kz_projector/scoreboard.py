@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from kz_events.result import Metric, ResultDocument
+
 __all__ = [
     "Accepted",
     "Board",
@@ -22,7 +24,6 @@ __all__ = [
     "board_import",
     "entry_of",
     "iso",
-    "metric_fields",
     "metric_of_result",
     "render_yaml",
     "scoreboard",
@@ -36,7 +37,8 @@ def iso(moment: datetime) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Accepted:
-    """One accepted result, as the scoreboard shows it."""
+    """One accepted result, as the scoreboard shows it. `result` is the document as stored (its
+    workloads and correctness are copied into the scoreboard as they are)."""
 
     seq: int
     submission_id: str
@@ -55,7 +57,7 @@ class Board:
     """Everything the repo's scoreboard of one kernel is folded from."""
 
     kernel_id: str
-    metric: dict[str, str] | None = None
+    metric: Metric | None = None
     seed: dict[str, Any] | None = None
     base_digest: str | None = None
     accepted: tuple[Accepted, ...] = ()
@@ -63,23 +65,17 @@ class Board:
     best: Accepted | None = None  # the best of `accepted`, kept so a fold stays linear
 
 
-METRIC_FIELDS = ("name", "unit", "better")
+_LOWER = Metric(name="", unit="", better="lower")  # a board that knows no metric yet
 
 
-def metric_fields(metric: object) -> dict[str, str] | None:
-    """A kernel's metric as the board keeps it (name, unit and better, as text), from a
-    desc.yaml's or a result document's `metric`; None when there is none."""
-    if not isinstance(metric, dict):
-        return None
-    return {k: str(metric[k]) for k in METRIC_FIELDS if k in metric}
-
-
-def metric_of_result(result: dict[str, Any]) -> dict[str, str] | None:
-    return metric_fields(result.get("metric"))
+def metric_of_result(result: ResultDocument | dict[str, Any]) -> Metric | None:
+    """The metric a result was measured in, without its value."""
+    metric = ResultDocument.of(result).metric
+    return metric.spec() if metric is not None else None
 
 
 def board_import(
-    board: Board, digest: str, seed: dict[str, Any] | None, metric: dict[str, str] | None
+    board: Board, digest: str, seed: dict[str, Any] | None, metric: Metric | None
 ) -> Board:
     """An imported package becomes the kernel's base: its source, and its scoreboard as a seed."""
     has_entries = seed is not None and "best" in seed
@@ -92,11 +88,10 @@ def board_import(
     )
 
 
-def board_accept(board: Board, accepted: Accepted, metric: dict[str, str] | None) -> Board:
+def board_accept(board: Board, accepted: Accepted, metric: Metric | None) -> Board:
     new_metric = metric or board.metric or metric_of_result(accepted.result)
-    better = (new_metric or {}).get("better", "lower")
     best = board.best
-    if best is None or _wins(accepted.value, best.value, better):
+    if best is None or (new_metric or _LOWER).better_than(accepted.value, best.value):
         best = accepted
     return replace(
         board,
@@ -115,29 +110,20 @@ def board_disqualify(board: Board, submission_id: str) -> Board | None:
     left = tuple(a for a in board.accepted if a.submission_id != submission_id)
     if len(left) == len(board.accepted):
         return None
-    fallback = _best_accepted(left, _better(board))
+    fallback = _direction(board).best(left, lambda item: item.value)
     source = fallback.digest if fallback is not None else board.base_digest
     return replace(board, accepted=left, source_digest=source or board.source_digest, best=fallback)
 
 
-def _better(board: Board) -> str:
-    return (board.metric or {}).get("better", "lower")
-
-
-def _wins(value: float, than: float, better: str) -> bool:
-    return value > than if better == "higher" else value < than
-
-
-def _best_accepted(accepted: tuple[Accepted, ...], better: str) -> Accepted | None:
-    best: Accepted | None = None
-    for item in accepted:
-        if best is None or _wins(item.value, best.value, better):
-            best = item
-    return best
+def _direction(board: Board) -> Metric:
+    """The board's metric, whose direction decides which result is best (lower without one)."""
+    return board.metric or _LOWER
 
 
 def _workloads(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per-workload values; sample lists shrink to their count so the file stays small."""
+    """Per-workload values; sample lists shrink to their count so the file stays small. Copied
+    from the stored document as it is, extra fields and key order included: the scoreboard's
+    bytes, and so the commits of a replay, must not depend on what the typed view knows."""
     out = []
     for workload in result.get("workloads") or []:
         item = {k: workload[k] for k in ("name", "value") if k in workload}
@@ -172,14 +158,13 @@ def best_entry(board: Board) -> dict[str, Any] | None:
     if best is None:
         return dict(seed_best) if isinstance(seed_best, dict) else None
     seed_value = float(seed_best["value"]) if isinstance(seed_best, dict) else None
-    if seed_value is not None and not _wins(best.value, seed_value, _better(board)):
+    if seed_value is not None and not _direction(board).better_than(best.value, seed_value):
         return dict(seed_best)  # type: ignore[arg-type]
     return entry_of(best)
 
 
 def _environment(item: Accepted) -> dict[str, str]:
-    env = item.result.get("environment")
-    merged = {str(k): str(v) for k, v in (env or {}).items()} if isinstance(env, dict) else {}
+    merged = dict(ResultDocument.of(item.result).environment)
     merged.update(item.environment)
     return dict(sorted(merged.items()))
 
@@ -188,7 +173,7 @@ def scoreboard(board: Board) -> dict[str, Any]:
     """`bench_result.yaml` of the board: current, best, count, environment, correctness."""
     doc: dict[str, Any] = {"schema_version": 1, "kernel_id": board.kernel_id}
     if board.metric is not None:
-        doc["metric"] = dict(board.metric)
+        doc["metric"] = board.metric.fields()
     seed = board.seed or {}
     count = int(seed.get("accepted_count", 0)) + len(board.accepted)
     best = best_entry(board)
@@ -196,7 +181,7 @@ def scoreboard(board: Board) -> dict[str, Any]:
         latest = board.accepted[-1]
         doc["current"] = entry_of(latest)
         doc["environment"] = _environment(latest)
-        correctness = latest.result.get("correctness")
+        correctness = latest.result.get("correctness")  # as stored, like the workloads
         if isinstance(correctness, dict):
             doc["correctness"] = correctness
     elif isinstance(seed.get("current"), dict):
@@ -209,7 +194,8 @@ def scoreboard(board: Board) -> dict[str, Any]:
     if "current" in doc or board.metric is not None:
         doc["accepted_count"] = count
     if "current" in doc and "metric" not in doc:
-        doc["metric"] = metric_of_result(board.accepted[-1].result) if board.accepted else {}
+        metric = metric_of_result(board.accepted[-1].result) if board.accepted else None
+        doc["metric"] = metric.fields() if metric is not None else {}
     return doc
 
 

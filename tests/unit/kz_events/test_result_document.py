@@ -71,7 +71,7 @@ def test_a_version_2_document_decodes_every_figure() -> None:
     assert workload.incumbent is not None and workload.incumbent.count == 5
     assert workload.reference_speedup is not None and workload.reference_speedup.value == 2.0
     assert doc.comparison is not None and doc.comparison.outcome == "faster"
-    assert doc.score is not None and doc.score.measured
+    assert doc.score is not None and doc.score.figures() == (2.0, 1.93, 2.07)
     assert doc.timing is not None and doc.timing.method == "judge_clock"
     assert doc.timing.worker_cpu["b8_h4096"]["other_cpu_ns"] == 0
     assert doc.flags == (Flag(code="extra_threads", message=V2["flags"][0]["message"]),)
@@ -175,13 +175,16 @@ def test_stats_count_samples_however_they_are_given() -> None:
 
 
 @pytest.mark.parametrize(
-    ("score", "measured"),
+    ("score", "figures"),
     [
-        (Score(against="reference", speedup=1.2, interval=(1.1, 1.3)), True),
-        (Score(against=None, reason="no reference"), False),
-        (Score(against="reference", speedup=1.2), False),
-        (Score(against="reference", speedup=0.0, interval=(0.0, 1.0)), False),
+        (Score(against="reference", speedup=1.2, interval=(1.1, 1.3)), (1.2, 1.1, 1.3)),
+        (Score(against=None, reason="no reference"), None),
+        (Score(against="reference", speedup=1.2), None),
+        (Score(against="reference", speedup=0.0, interval=(0.0, 1.0)), None),
     ],
 )
-def test_a_score_is_measured_only_with_positive_figures(score: Score, measured: bool) -> None:
-    assert score.measured is measured
+def test_a_score_has_figures_only_when_they_can_rank(
+    score: Score, figures: tuple[float, float, float] | None
+) -> None:
+    """Only a score against the reference with positive figures ranks a kernel."""
+    assert score.figures() == figures

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kz_events.result import Metric
 from kz_package.schemas import _is_valid, _validator, validate
 from kz_package.yaml_safe import load_yaml
 from kz_projector.scoreboard import Accepted, Board, board_accept, scoreboard
@@ -45,7 +46,7 @@ def _board_doc() -> dict[str, Any]:
         environment={"device": "cpu"},
         commit="c" * 40,
     )
-    metric = {"name": "latency", "unit": "us", "better": "lower"}
+    metric = Metric(name="latency", unit="us", better="lower")
     return scoreboard(board_accept(Board(kernel_id=KID, metric=metric), item, metric))
 
 

@@ -18,6 +18,7 @@ from kz_events.events import (
     SubmissionDisqualified,
     SubmissionSubmitted,
 )
+from kz_events.result import Metric
 from kz_package.schemas import validate
 from kz_package.yaml_safe import load_yaml
 from kz_projector.index import (
@@ -89,7 +90,7 @@ def _accepted(n: int, value: float) -> Accepted:
 )
 def test_best_follows_the_metric_direction(better: str, values: list[float], best: float) -> None:
     """Best is the extreme value in the metric's direction; current is the latest."""
-    board = Board(kernel_id=KID, metric={**METRIC, "better": better})
+    board = Board(kernel_id=KID, metric=Metric.of({**METRIC, "better": better}))
     for n, value in enumerate(values):
         board = board_accept(board, _accepted(n, value), None)
     doc = scoreboard(board)
@@ -100,7 +101,7 @@ def test_best_follows_the_metric_direction(better: str, values: list[float], bes
 
 def test_disqualification_falls_back_to_the_best_remaining_result() -> None:
     """Dropping the best result makes the next best the best and its package the source."""
-    board = Board(kernel_id=KID, metric=METRIC)
+    board = Board(kernel_id=KID, metric=Metric.of(METRIC))
     for n, value in enumerate([5.0, 1.0, 3.0]):
         board = board_accept(board, _accepted(n, value), None)
     after = board_disqualify(board, _accepted(1, 1.0).submission_id)
@@ -119,7 +120,7 @@ def test_imported_seed_competes_with_new_results() -> None:
         "best": {"value": 2.0, "submission_id": "x", "at": "2024-01-01T00:00:00Z"},
         "current": {"value": 2.5, "submission_id": "x", "at": "2024-01-01T00:00:00Z"},
     }
-    board = board_import(Board(kernel_id=KID), "base", seed, METRIC)
+    board = board_import(Board(kernel_id=KID), "base", seed, Metric.of(METRIC))
     board = board_accept(board, _accepted(1, 3.0), None)
     assert scoreboard(board)["best"]["value"] == 2.0
     assert scoreboard(board)["accepted_count"] == 3
