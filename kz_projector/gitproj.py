@@ -126,7 +126,10 @@ class GitProjector:
         await self._store_bundles(lacking)  # a crash may have come before the bundles too
         root = self.fold.head_tree()
         if root is not None:  # every kernel of main has its judge in KZ_JUDGES
-            self.judges.update(await restore_judge_bundles(self.elog, self.fold.writer, root))
+            restored = await restore_judge_bundles(
+                self.elog, self.fold.writer, root, self.references
+            )
+            self.judges.update(restored)
         for applied in lacking:
             await self.announce(applied, existing=True)
 

@@ -275,8 +275,19 @@ def kernel_ids_of_tree(store: ObjectSource, root: ObjectID) -> list[str]:
     return found
 
 
+class BoardReferences(Protocol):
+    """Each board's pinned `reference/` folder (kz_projector.reference.References)."""
+
+    async def folder(
+        self, kernel_id: str, commit: str | None, files: FileMap
+    ) -> dict[str, tuple[int, bytes]]: ...
+
+
 async def restore_judge_bundles(
-    elog: LogPort, store: ObjectSource, root: ObjectID
+    elog: LogPort,
+    store: ObjectSource,
+    root: ObjectID,
+    references: BoardReferences | None = None,
 ) -> dict[str, dict[str, tuple[int, bytes]]]:
     """Store main's judge bundle for each kernel of the tree `root` that `KZ_JUDGES` lacks (a
     store from before judge bundles had their own bucket kept them among the uploads); the
@@ -285,9 +296,10 @@ async def restore_judge_bundles(
     for kernel_id in kernel_ids_of_tree(store, root):
         if await elog.has_object(JUDGES_BUCKET, judge_key(kernel_id)):
             continue
-        judge = main_files(files_of_tree(store, root, kernel_id))
-        await put_judge_bundle(elog, kernel_id, judge_bundle(judge))
-        stored[kernel_id] = judge
+        files = files_of_tree(store, root, kernel_id)
+        reference = await references.folder(kernel_id, None, files) if references else {}
+        await put_judge_bundle(elog, kernel_id, judge_bundle(files, reference))
+        stored[kernel_id] = {**main_files(files), **reference}
     return stored
 
 

@@ -145,7 +145,7 @@ def own_subject(user: str) -> str:
 
 def foreign_kind(user: str) -> str:
     """An event type `user` may not publish (the other service's)."""
-    return "accepted" if user == "api" else "submitted"
+    return "accepted" if user == "api" else "claimed"
 
 
 # --- the attacks ---------------------------------------------------------------------------
