@@ -13,7 +13,6 @@ import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from kz_events.events import (
     Event,
@@ -40,6 +39,7 @@ from kz_events.lifecycle import (
     evolve,
     evolve_lease,
 )
+from kz_events.result import Metric, stored_result
 from kz_events.screen import Screen
 from kz_projector.index import IndexState, fold_index
 
@@ -112,7 +112,7 @@ class RunnerView:
 
 @dataclass
 class KernelHistory:
-    metric: dict[str, Any] | None = None
+    metric: Metric | None = None
     entries: list[HistoryEntry] = field(default_factory=list)
 
 
@@ -279,14 +279,14 @@ class ReadModels:
         match event:
             case SubmissionAccepted():
                 history = self.history.setdefault(event.kernel_id, KernelHistory())
-                metric = event.result.get("metric") if isinstance(event.result, dict) else None
-                value = metric.get("value") if isinstance(metric, dict) else None
-                if isinstance(metric, dict):
-                    history.metric = {k: metric.get(k) for k in ("name", "unit", "better")}
+                document = stored_result(event.result)
+                metric = document.metric if document is not None else None
+                if metric is not None:
+                    history.metric = metric.spec()
                 entry = HistoryEntry(
                     submission_id=event.submission_id,
                     submitter_id=event.submitter_id,
-                    value=float(value) if isinstance(value, int | float) else None,
+                    value=metric.value if metric is not None else None,
                     at=event.occurred_at,
                 )
                 history.entries.append(entry)

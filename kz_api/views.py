@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from kz_api.models import (
     Commits,
@@ -20,6 +19,7 @@ from kz_api.models import (
 )
 from kz_api.readmodel import HistoryEntry, ReadModels, RunnerView, SubmissionView
 from kz_events.lifecycle import KernelLease, SubmissionState
+from kz_events.result import ResultDocument, stored_result
 
 __all__ = [
     "detail_doc",
@@ -36,14 +36,11 @@ def _result(view: SubmissionView) -> ResultSummary | None:
     state = view.state
     if state.outcome is None and state.result is None:
         return None
-    doc: dict[str, Any] = state.result or {}
-    metric = doc.get("metric") if isinstance(doc.get("metric"), dict) else {}
-    value = metric.get("value") if isinstance(metric, dict) else None
-    accepted = doc.get("accepted")
+    doc = stored_result(state.result) or ResultDocument()
     return ResultSummary(
-        accepted=accepted if isinstance(accepted, bool) else None,
-        reason=str(doc["reason"]) if "reason" in doc else None,
-        metric_value=float(value) if isinstance(value, int | float) else None,
+        accepted=doc.accepted,
+        reason=doc.reason,
+        metric_value=doc.value,
         outcome=state.outcome,
     )
 

@@ -22,6 +22,7 @@ import msgspec
 from kz_events.errors import InvalidResult
 
 __all__ = [
+    "NO_METRIC",
     "RESULT_SCHEMA_VERSION",
     "Check",
     "Comparison",
@@ -36,6 +37,7 @@ __all__ = [
     "WorkloadResult",
     "decode_result",
     "result_flags",
+    "stored_result",
 ]
 
 RESULT_SCHEMA_VERSION = 2  # what kz_harness writes; 1 still decodes
@@ -100,6 +102,10 @@ class Metric(_Part, frozen=True, kw_only=True, omit_defaults=False):
             return msgspec.convert(data, cls) if isinstance(data, Mapping) else None
         except msgspec.ValidationError:
             return None
+
+
+# What a board or a history that knows no metric yet ranks by: lower is better (latencies).
+NO_METRIC = Metric(name="", unit="", better="lower")
 
 
 class Stats(_Part, frozen=True, kw_only=True):
@@ -281,6 +287,18 @@ def decode_result(data: Mapping[str, Any] | bytes | str) -> ResultDocument:
         return msgspec.convert(data, ResultDocument)
     except msgspec.ValidationError as exc:
         raise _invalid(data, str(exc)) from None
+
+
+def stored_result(data: Mapping[str, Any] | None) -> ResultDocument | None:
+    """The typed view of a document a stored event carries, for readers that show it; None
+    when there is none or it does not decode (only a document stored without the runner's
+    schema check can fail: it shows no figures rather than stopping the reader)."""
+    if data is None:
+        return None
+    try:
+        return decode_result(data)
+    except InvalidResult:
+        return None
 
 
 def result_flags(data: ResultDocument | Mapping[str, Any] | None) -> tuple[Flag, ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from kz_events.result import Metric, ResultDocument
+from kz_events.result import NO_METRIC, Metric, ResultDocument
 
 __all__ = [
     "Accepted",
@@ -65,9 +65,6 @@ class Board:
     best: Accepted | None = None  # the best of `accepted`, kept so a fold stays linear
 
 
-_LOWER = Metric(name="", unit="", better="lower")  # a board that knows no metric yet
-
-
 def metric_of_result(result: ResultDocument | dict[str, Any]) -> Metric | None:
     """The metric a result was measured in, without its value."""
     metric = ResultDocument.of(result).metric
@@ -91,7 +88,7 @@ def board_import(
 def board_accept(board: Board, accepted: Accepted, metric: Metric | None) -> Board:
     new_metric = metric or board.metric or metric_of_result(accepted.result)
     best = board.best
-    if best is None or (new_metric or _LOWER).better_than(accepted.value, best.value):
+    if best is None or (new_metric or NO_METRIC).better_than(accepted.value, best.value):
         best = accepted
     return replace(
         board,
@@ -117,7 +114,7 @@ def board_disqualify(board: Board, submission_id: str) -> Board | None:
 
 def _direction(board: Board) -> Metric:
     """The board's metric, whose direction decides which result is best (lower without one)."""
-    return board.metric or _LOWER
+    return board.metric or NO_METRIC
 
 
 def _workloads(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -46,6 +46,7 @@ from kz_events.lifecycle import (
     evolve_lease,
     fold_lease,
 )
+from kz_events.result import NO_METRIC
 from kz_events.subjects import aggregate_filter
 from kz_package import PACKAGE_DIR, load_yaml
 from kz_projector.index import BoardInfo, board_of
@@ -302,12 +303,11 @@ class KernelsController(Controller):
         entries = [e for e in (history.entries if history else []) if e.disqualified is None]
         metric = history.metric if history else None
         scored = [e for e in entries if e.value is not None]
-        higher = bool(metric and metric.get("better") == "higher")
-        best = max(scored, key=lambda e: (e.value or 0.0) * (1 if higher else -1), default=None)
+        best = (metric or NO_METRIC).best(scored, lambda e: e.value or 0.0)
         committed = [e for e in entries if e.commit] or entries
         return BenchHistory(
             kernel_id=str(kernel_id),
-            metric=metric,
+            metric=metric.fields() if metric else None,
             best=history_row(best, ctx.models) if best else None,
             current=history_row(committed[-1], ctx.models) if committed else None,
             history=[history_row(e, ctx.models) for e in (history.entries if history else [])],

@@ -21,6 +21,7 @@ from kz_events.result import (
     Stats,
     decode_result,
     result_flags,
+    stored_result,
 )
 from kz_harness.result import SCHEMA_VERSION
 from kz_package.schemas import validate
@@ -188,3 +189,10 @@ def test_a_score_has_figures_only_when_they_can_rank(
 ) -> None:
     """Only a score against the reference with positive figures ranks a kernel."""
     assert score.figures() == figures
+
+
+def test_a_stored_document_that_does_not_decode_shows_nothing() -> None:
+    """Readers that show stored documents get None for none or for one that cannot decode."""
+    assert stored_result(None) is None
+    assert stored_result({"metric": {"value": "fast"}}) is None
+    assert stored_result(V1) == ResultDocument.of(V1)
