@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kz_events.errors import InvalidInput
+from kz_events.result import ResultDocument, Stats
 from kz_package import (
     JUDGE_FILES,
     PACKAGE_DIR,
@@ -100,20 +101,25 @@ def bench(path: Path, args: argparse.Namespace) -> TaskOutcome:
 
 
 def _print(outcome: TaskOutcome) -> None:
-    document = outcome.result or {}
+    document = ResultDocument.of(outcome.result or {})
     print(f"{outcome.reason}: {outcome.message}")
-    for workload in document.get("workloads", []):
-        stats = workload.get("stats", {})
+    for workload in document.workloads:
+        stats = workload.stats or Stats()
+        median = stats.median if stats.median is not None else workload.value
         print(
-            f"  {workload['name']}: median {stats.get('median', workload['value']):.4g} "
-            f"{stats.get('unit', '')} over {stats.get('n', '?')} calls "
-            f"(channel overhead {workload.get('channel_overhead', 0):.3g} subtracted)"
+            f"  {workload.name}: median {_figure(median)} "
+            f"{stats.unit or ''} over {stats.n if stats.n is not None else '?'} calls "
+            f"(channel overhead {workload.channel_overhead or 0:.3g} subtracted)"
         )
-    for flag in document.get("flags", []):
-        print(f"  flagged {flag['code']}: {flag['message']}")
+    for flag in document.flags:
+        print(f"  flagged {flag.code}: {flag.message}")
     if outcome.reason not in EXIT_CODES:
         print("--- task log ---")
         sys.stdout.write(outcome.log.decode(errors="replace"))
+
+
+def _figure(value: float | None) -> str:
+    return f"{value:.4g}" if value is not None else "-"
 
 
 def run_bench(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 
 from kz_events.errors import ConfigError, KzError
 from kz_events.ids import KernelId
+from kz_events.result import ResultDocument
 from kz_package import PACKAGE_DIR
 from kz_runner.backends.base import (
     KILLED_CANCELLED,
@@ -343,10 +344,11 @@ def _judge_step(
         return run.outcome("invalid_result", problem)
     try:
         document = validate_result(judged.document)
+        view = ResultDocument.of(document)  # the report carries `document` as it came
     except (KzError, ValueError) as exc:
         return run.outcome("invalid_result", f"result document is invalid: {exc}")
-    verdict = "accepted" if document.get("accepted") is True else "rejected"
-    return run.outcome(verdict, str(document.get("reason", "")), document)
+    verdict = "accepted" if view.accepted is True else "rejected"
+    return run.outcome(verdict, view.reason or "", document)
 
 
 def execute_task(
