@@ -65,6 +65,7 @@ bench: setup
 
 schemas: setup
 	$(BIN)/python -m kz_events.schema_gen
+	$(BIN)/python -m kz_events.vocab_gen
 
 clean:
 	rm -rf $(VENV) .kz kernel_data .pytest_cache .mypy_cache .ruff_cache .coverage*

@@ -5,9 +5,10 @@ import { api } from './api.js';
 import { whenIdle } from './dom.js';
 import { changesIndex } from './lib/events.js';
 import { buildBoards, normaliseIndex } from './lib/model.js';
+import { LOG_EVENT_TYPES } from './lib/vocab.js';
 
 const FEED_LIMIT = 300;
-const NAMED_TYPES = ['submitted', 'claimed', 'result', 'accepted', 'rejected', 'failed', 'cancelled', 'committed', 'disqualified', 'imported', 'kernel_claimed', 'kernel_released', 'registered', 'deregistered'];
+const NAMED_TYPES = LOG_EVENT_TYPES; // the SSE `event:` names: one per event type of the log
 const REPLAY = 200; // events of the past the feed starts with
 
 function emitter() {
@@ -80,7 +81,7 @@ class LiveFeed {
     }
     if (!message || typeof message !== 'object') return;
     if (message.seq === undefined && ev.lastEventId) message.seq = Number(ev.lastEventId);
-    if (message.event === undefined) message = { seq: message.seq, subject: message.subject, event: message };
+    if (message.event === undefined) message = { seq: message.seq, event: message };
     if (message.seq !== null && message.seq !== undefined && this.lastSeq !== null && message.seq <= this.lastSeq) return;
     this.lastSeq = message.seq ?? this.lastSeq;
     this.feed.unshift(message);

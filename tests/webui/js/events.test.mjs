@@ -2,24 +2,26 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { changesIndex, describeEvent, eventKind, flattenSubmission, parseSubject, statusAfter, timeline, TERMINAL } from '../../../webui/js/lib/events.js';
+import { changesIndex, describeEvent, eventKind, flattenSubmission, timeline, TERMINAL, TONES } from '../../../webui/js/lib/events.js';
+import { EVENT_AGGREGATE, LIVE_EVENT_TYPES, LOG_EVENT_TYPES, STATUS, STATUSES, TERMINAL_STATUSES } from '../../../webui/js/lib/vocab.js';
 
 const events = JSON.parse(readFileSync(new URL('./fixtures/events.json', import.meta.url)));
 const detail = JSON.parse(readFileSync(new URL('./fixtures/submission.json', import.meta.url)));
 
-test('subjects decode their percent-encoded tokens', () => {
-  assert.deepEqual(parseSubject('kz.ev.kernel.sm_9%2E0.sm90%2FAttention%2FMHA%2Ffp16%2Fflash_v3.imported'), {
-    aggregate: 'kernel', arch: 'sm_9.0', id: 'sm90/Attention/MHA/fp16/flash_v3', type: 'imported',
-  });
-  assert.equal(parseSubject('kz.live.runner.sm90.r1'), null);
-});
-
-test('the aggregate of a bare event follows from its ids, not its type name', () => {
+test('the aggregate of an event is the one its type belongs to, from the vocabulary', () => {
   assert.deepEqual(eventKind({ event: { type: 'claimed', submission_id: 's', kernel_id: 'k' } }), { aggregate: 'submission', type: 'claimed' });
   assert.deepEqual(eventKind({ event: { type: 'kernel_claimed', kernel_id: 'k', holder: 'ada' } }), { aggregate: 'kernel', type: 'kernel_claimed' });
   assert.deepEqual(eventKind({ event: { type: 'registered', runner_id: 'r1', arches: ['cpu'] } }), { aggregate: 'runner', type: 'registered' });
-  assert.deepEqual(eventKind({ event: { type: 'imported', kernel_id: 'k' } }), { aggregate: 'kernel', type: 'imported' });
-  assert.deepEqual(eventKind({ subject: 'kz.ev.runner.sm90.r1.registered', event: {} }), { aggregate: 'runner', type: 'registered' });
+  assert.deepEqual(eventKind({ event: { type: 'board_reviewed', kernel_id: 'k' } }), { aggregate: 'kernel', type: 'board_reviewed' });
+  assert.deepEqual(eventKind({ event: { type: 'teleported', submission_id: 's' } }), { aggregate: 'unknown', type: 'teleported' });
+});
+
+test('the vocabulary is the generated one: every status and event type the Python defines', () => {
+  assert.ok(STATUSES.includes(STATUS.COMMITTED) && STATUSES.includes('new'));
+  assert.ok(Object.isFrozen(STATUSES) && Object.isFrozen(EVENT_AGGREGATE));
+  assert.deepEqual([...TERMINAL].sort(), [...TERMINAL_STATUSES].sort());
+  assert.deepEqual(Object.keys(EVENT_AGGREGATE).sort(), [...LOG_EVENT_TYPES, ...LIVE_EVENT_TYPES].sort());
+  for (const type of Object.keys(TONES)) assert.ok(type in EVENT_AGGREGATE, `tone for ${type}, an event type`);
 });
 
 test('every event of a real feed describes itself with a link target, an arch and a sentence', () => {
@@ -46,19 +48,15 @@ test('a failure names its code and reason', () => {
   assert.equal(row.text, 'failed (build_failed): nvcc missing');
 });
 
-test('statuses follow the lifecycle and the terminal set is final', () => {
-  assert.deepEqual(['submitted', 'claimed', 'accepted', 'committed'].map(statusAfter), ['queued', 'running', 'accepted', 'committed']);
-  assert.equal(statusAfter('imported'), null);
-  assert.ok(TERMINAL.has('committed') && TERMINAL.has('failed') && !TERMINAL.has('accepted'));
+test('the terminal statuses are final', () => {
+  assert.ok(TERMINAL.has('committed') && TERMINAL.has('failed') && !TERMINAL.has('accepted') && !TERMINAL.has('queued'));
 });
 
-test('index-changing events are recognised', () => {
+test('every event of the log may change index.json; live heartbeats do not', () => {
   const kind = (type, extra = {}) => ({ event: { type, submission_id: 's', kernel_id: 'cpu/a/b/c/d', ...extra } });
-  assert.equal(changesIndex(kind('committed')), true);
-  assert.equal(changesIndex(kind('result')), false);
-  assert.equal(changesIndex({ event: { type: 'registered', runner_id: 'r1', arches: ['cpu'] } }), true);
-  assert.equal(changesIndex({ event: { type: 'imported', kernel_id: 'cpu/a/b/c/d' } }), true);
-  assert.equal(changesIndex({ event: { type: 'kernel_claimed', kernel_id: 'cpu/a/b/c/d', holder: 'ada' } }), false);
+  for (const type of LOG_EVENT_TYPES) assert.equal(changesIndex(kind(type)), true, type);
+  for (const type of LIVE_EVENT_TYPES) assert.equal(changesIndex(kind(type)), false, type);
+  assert.equal(changesIndex(kind('teleported')), false);
 });
 
 test('the submission detail flattens and its event rows become a filled-in timeline', () => {

@@ -1,67 +1,45 @@
-// Pure reading of log events: subjects, kinds, one-line summaries, submission states.
+// Pure reading of log events: kinds, one-line summaries, timelines. Event types, their
+// aggregates and the statuses come from the generated vocabulary (vocab.js).
 
 import { formatNumber } from './format.js';
+import { EVENT_AGGREGATE, LOG_EVENT_TYPES, TERMINAL_STATUSES } from './vocab.js';
 
-export const TERMINAL = new Set(['committed', 'rejected', 'failed', 'cancelled']);
-const AGGREGATES = new Set(['submission', 'kernel', 'runner']);
-
-/** Decode a subject token (every byte outside [A-Za-z0-9_+-] is %XX). */
-export function decodeToken(token) {
-  try {
-    return decodeURIComponent(token);
-  } catch {
-    return token;
-  }
-}
-
-/** `kz.ev.<aggregate>.<arch>.<id>.<type>` into its parts, or null for other subjects. */
-export function parseSubject(subject) {
-  const parts = String(subject ?? '').split('.');
-  if (parts.length !== 6 || parts[0] !== 'kz' || parts[1] !== 'ev') return null;
-  const [, , aggregate, arch, id, type] = parts;
-  return { aggregate, arch: decodeToken(arch), id: decodeToken(id), type };
-}
+/** The statuses a submission never leaves. */
+export const TERMINAL = new Set(TERMINAL_STATUSES);
 
 /**
  * The {aggregate, type} of a feed message. /api/events sends the bare event (its SSE `event:`
- * is the type, `id:` the stream sequence): the aggregate follows from its ids, since kernel and
- * submission events share type names (`claimed`).
+ * is the type, `id:` the stream sequence); every type belongs to one aggregate.
  */
 export function eventKind(message) {
-  const fromSubject = parseSubject(message?.subject);
-  if (fromSubject) return { aggregate: fromSubject.aggregate, type: fromSubject.type };
-  const e = message?.event ?? message ?? {};
-  const raw = String(e.type ?? '');
-  const [head, ...rest] = raw.split('.');
-  if (rest.length && AGGREGATES.has(head)) return { aggregate: head, type: rest.join('.') };
-  if (e.submission_id) return { aggregate: 'submission', type: raw };
-  if (e.runner_id && !e.kernel_id) return { aggregate: 'runner', type: raw };
-  if (e.kernel_id) return { aggregate: 'kernel', type: raw };
-  const aggregate = raw === 'imported' || raw.startsWith('kernel_') ? 'kernel' : raw === 'registered' || raw === 'deregistered' ? 'runner' : 'submission';
-  return { aggregate, type: raw };
+  const type = String((message?.event ?? message ?? {}).type ?? '');
+  return { aggregate: EVENT_AGGREGATE[type] ?? 'unknown', type };
 }
 
 function archOf(e) {
   if (e.kernel_id) return String(e.kernel_id).split('/')[0];
-  if (Array.isArray(e.arches)) return e.arches.join(',');
-  return e.arch ?? null;
+  return Array.isArray(e.arches) ? e.arches.join(',') : null;
 }
 
-const TONES = {
+/** Row tones by event type (types as vocab.js names them; a test checks every key is one). */
+export const TONES = {
   accepted: 'good',
   committed: 'good',
+  confirmed: 'good',
   rejected: 'bad',
   failed: 'bad',
-  cancelled: 'muted',
+  disputed: 'bad',
   disqualified: 'bad',
+  suspect: 'warn',
+  cancelled: 'muted',
   deregistered: 'muted',
 };
 
-function metricValue(body) {
-  const value = body.value ?? body.metric?.value ?? body.result?.metric?.value;
-  if (typeof value !== 'number') return '';
-  const unit = body.unit ?? body.metric?.unit ?? body.result?.metric?.unit ?? '';
-  return ` ${formatNumber(value)}${unit ? ` ${unit}` : ''}`;
+/** " 131.7 us": the headline of the result document an event carries, or nothing. */
+function metricValue(e) {
+  const metric = e.result?.metric;
+  if (typeof metric?.value !== 'number') return '';
+  return ` ${formatNumber(metric.value)}${metric.unit ? ` ${metric.unit}` : ''}`;
 }
 
 function summary(type, e) {
@@ -69,7 +47,7 @@ function summary(type, e) {
     case 'submitted':
       return `submitted by ${e.submitter_id ?? e.actor ?? 'someone'}${e.message ? `: ${e.message}` : ''}`;
     case 'claimed':
-      return e.runner_id ? `claimed by ${e.runner_id}${e.attempt ? ` (attempt ${e.attempt})` : ''}` : `lease taken by ${e.holder ?? e.actor ?? '?'}`;
+      return `claimed by ${e.runner_id ?? e.actor ?? '?'}${e.attempt ? ` (attempt ${e.attempt})` : ''}`;
     case 'result':
       return `result reported${metricValue(e)}${e.outcome ? ` (${e.outcome})` : ''}`;
     case 'imported':
@@ -77,19 +55,18 @@ function summary(type, e) {
     case 'kernel_claimed':
       return `optimisation lease taken by ${e.holder ?? e.actor ?? '?'}`;
     case 'kernel_released':
-    case 'released':
       return `optimisation lease released${e.holder ? ` by ${e.holder}` : ''}`;
     case 'accepted':
-    case 'rejected':
-      return `${type}${metricValue(e)}${e.reason ?? e.result?.reason ? ` — ${e.reason ?? e.result.reason}` : ''}`;
-    case 'failed':
-      return `failed${e.code ?? e.reason_code ? ` (${e.code ?? e.reason_code})` : ''}${e.message ?? e.reason ? `: ${e.message ?? e.reason}` : ''}`;
-    case 'committed': {
-      const source = e.source_commit ?? e.commits?.source ?? e.source;
-      return `committed${source ? ` as ${String(source).slice(0, 10)}` : ''}`;
+    case 'rejected': {
+      const reason = e.reason ?? e.result?.reason; // the platform's verdict, else the judge's sentence
+      return `${type}${metricValue(e)}${reason ? ` — ${reason}` : ''}`;
     }
+    case 'failed':
+      return `failed${e.code ? ` (${e.code})` : ''}${e.reason ? `: ${e.reason}` : ''}`;
+    case 'committed':
+      return `committed${e.source_commit ? ` as ${String(e.source_commit).slice(0, 10)}` : ''}`;
     case 'registered':
-      return `runner registered${e.device ? ` on ${typeof e.device === 'string' ? e.device : e.device.name ?? ''}` : ''}${e.backend ? ` (${e.backend})` : ''}`;
+      return `runner registered${e.device ? ` on ${e.device}` : ''}${e.backend ? ` (${e.backend})` : ''}`;
     default:
       return `${type}${e.reason ? ` — ${e.reason}` : ''}`;
   }
@@ -98,49 +75,26 @@ function summary(type, e) {
 /** One feed message into what a list row shows. */
 export function describeEvent(message) {
   const e = message?.event ?? {};
-  const subject = parseSubject(message?.subject);
   const { aggregate, type } = eventKind(message);
-  const submissionId = e.submission_id ?? (aggregate === 'submission' ? subject?.id : null) ?? null;
-  const kernelId = e.kernel_id ?? (aggregate === 'kernel' ? subject?.id : null) ?? null;
-  const runnerId = e.runner_id ?? (aggregate === 'runner' ? subject?.id : null) ?? null;
   return {
     seq: message?.seq ?? null,
     aggregate,
     type,
-    arch: subject?.arch ?? archOf(e),
+    arch: archOf(e),
     at: e.occurred_at ?? null,
     actor: e.actor ?? null,
     eventId: e.event_id ?? null,
-    submissionId,
-    kernelId,
-    runnerId,
+    submissionId: e.submission_id ?? null,
+    kernelId: e.kernel_id ?? null,
+    runnerId: e.runner_id ?? null,
     tone: TONES[type] ?? 'info',
     text: summary(type, e),
   };
 }
 
-/** True when a feed message may change what index.json says. */
+/** True when a feed message is an event of the log: index.json folds every one (live heartbeats are not in it). */
 export function changesIndex(message) {
-  const { aggregate, type } = eventKind(message);
-  if (aggregate === 'runner') return true;
-  if (aggregate === 'kernel') return type === 'imported';
-  return ['submitted', 'claimed', 'accepted', 'committed', 'rejected', 'failed', 'cancelled', 'disqualified'].includes(type);
-}
-
-/** The submission status an event type leads to (null when it changes none). */
-export function statusAfter(type) {
-  return (
-    {
-      submitted: 'queued',
-      claimed: 'running',
-      result: 'running',
-      accepted: 'accepted',
-      committed: 'committed',
-      rejected: 'rejected',
-      failed: 'failed',
-      cancelled: 'cancelled',
-    }[type] ?? null
-  );
+  return LOG_EVENT_TYPES.includes(eventKind(message).type);
 }
 
 /**
@@ -173,13 +127,13 @@ function detailContext(d, row) {
 }
 
 /**
- * A submission's events as timeline rows, oldest first: feed messages ({seq, subject, event}),
+ * A submission's events as timeline rows, oldest first: feed messages ({seq, event}),
  * bare events, or the detail's `{seq, type, occurred_at, actor}` rows (pass the flattened
  * detail as `detail` to fill in reasons, values and commits).
  */
 export function timeline(events, detail = null) {
   return (events ?? [])
-    .map((item) => (item && item.event ? item : { seq: item?.seq ?? null, subject: item?.subject, event: { ...detailContext(detail, item ?? {}), ...item } }))
+    .map((item) => (item && item.event ? item : { seq: item?.seq ?? null, event: { ...detailContext(detail, item ?? {}), ...item } }))
     .map((m) => describeEvent(m))
     .sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
 }
