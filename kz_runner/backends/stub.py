@@ -1,10 +1,11 @@
 """A backend that runs nothing and answers deterministically, for tests of the rest.
 
 `src/stub.json` in the work dir may script the outcome: {"verdict": "accept" | "reject" |
-"build_fail" | "error" | "hang" | "invalid", "value": float, "incumbent": float}. Without it
-the step accepts with a value derived from the hash of the package's files, so the same
-package always gets the same number. With `incumbent` the document carries the side-by-side
-figures a judge reports when it measured the incumbent beside the candidate.
+"build_fail" | "error" | "hang" | "invalid", "value": float, "incumbent": float, "reference":
+float}. Without it the step accepts with a value derived from the hash of the package's files,
+so the same package always gets the same number. With `incumbent` the document carries the
+side-by-side figures a judge reports when it measured the incumbent beside the candidate; with
+`reference`, those of the board's pinned reference and the score over it.
 """
 
 from __future__ import annotations
@@ -98,6 +99,20 @@ def _side_by_side(document: dict[str, Any], incumbent: float) -> dict[str, Any]:
     return document
 
 
+def _beside_reference(document: dict[str, Any], reference: float) -> dict[str, Any]:
+    """The document with the board's reference measured beside it and the score over it."""
+    speedup = reference / document["metric"]["value"]
+    interval = [speedup * 0.95, speedup * 1.05]
+    for workload in document["workloads"]:
+        workload["reference"] = _stats(reference)
+        workload["reference_speedup"] = {"value": speedup, "interval": interval, "blocks": 6}
+    document["score"] = {
+        "against": "reference", "speedup": speedup, "interval": interval, "confidence": 0.95,
+        "blocks": 6 * len(document["workloads"]),
+    }  # fmt: skip
+    return document
+
+
 def _document(accepted: bool, value: float, kernel_id: str) -> dict[str, Any]:
     return {
         "schema_version": 1,
@@ -173,5 +188,7 @@ class StubBackend:
         document = _document(verdict != "reject", value, step.env.get("KZ_KERNEL_ID", "?"))
         if "incumbent" in script:
             document = _side_by_side(document, float(script["incumbent"]))
+        if "reference" in script:
+            document = _beside_reference(document, float(script["reference"]))
         _send(result_fd, json.dumps(document).encode())
         return _result(0, f"stub benchmark: {verdict} value={value}\n")

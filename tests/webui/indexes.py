@@ -17,7 +17,9 @@ T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class Accepted:
-    """One accepted result of a kernel: value with its p10/p90 spread, optionally disqualified."""
+    """One accepted result of a kernel: value with its p10/p90 spread, optionally disqualified;
+    `score` (speed-up, low, high) is the speed-up over the board's reference the judge measured
+    side by side (none: the index estimates one from the absolute values)."""
 
     kernel_id: str
     value: float
@@ -26,6 +28,7 @@ class Accepted:
     disqualified: str | None = None
     better: str = "lower"
     unit: str = "us"
+    score: tuple[float, float, float] | None = None
 
 
 def _result(rec: Accepted) -> dict[str, object]:
@@ -53,6 +56,18 @@ def _result(rec: Accepted) -> dict[str, object]:
         "workloads": [{"name": "w", "value": rec.value, "stats": stats}],
         "correctness": {"passed": True, "checks": []},
         "environment": {"device": "test"},
+        **({"score": _score(rec.score)} if rec.score else {}),
+    }
+
+
+def _score(score: tuple[float, float, float]) -> dict[str, object]:
+    speedup, low, high = score
+    return {
+        "against": "reference",
+        "speedup": speedup,
+        "interval": [low, high],
+        "confidence": 0.95,
+        "blocks": 8,
     }
 
 

@@ -42,8 +42,14 @@ def test_boards_overview_opens_with_ranked_rows(
         card = page.locator(f"section[data-board='{group}']")
         names = card.locator("a.kname").all_inner_texts()
         assert names[: len(ranked)] == [r["kernel_id"].split("/")[4] for r in ranked]
-        assert "value (us)" in card.locator("thead").inner_text().lower()
-        assert "1.00\u00d7" in card.locator("tr:has(.badge:text-is('ref'))").inner_text()
+        assert "best (us)" in card.locator("thead").inner_text().lower()
+        reference = index["boards"][group]["reference"]["kernel_id"]
+        ref_row = card.locator(f"tr[data-kernel='{reference}']")
+        assert ref_row.locator(".badge", has_text="ref").count() == 1
+        assert card.locator(".badge:text-is('ref')").count() == 1, "only the pinned reference"
+        speedup = next(r for r in ranked if r["kernel_id"] == reference)["score"]["speedup"]
+        assert f"{speedup:.2f}\u00d7" in ref_row.locator("td.col-score").inner_text()
+        assert card.locator(".board-head a.ref-link").inner_text() == reference.split("/")[4]
     assert str(index["log_seq"]) in page.locator("#foot-index").inner_text().replace(",", "")
     assert page.locator("#live-indicator").get_attribute("data-state") == "open"
     shot(page, "board.png", full_page=True)
@@ -93,9 +99,9 @@ def test_sortable_columns_reorder_and_keep_the_sort_in_the_url(
     """Clicking a column header sorts by it, a second click reverses it."""
     _open(page, webui_base_url, f"#/board/{NORM}")
     page.wait_for_selector("table.board tbody tr")
-    page.get_by_role("button", name=re.compile("^value")).click()
+    page.get_by_role("button", name=re.compile("^best")).click()
     page.wait_for_function("location.hash.includes('sort=value')")
-    page.get_by_role("button", name=re.compile("^value")).click()
+    page.get_by_role("button", name=re.compile("^best")).click()
     page.wait_for_function("location.hash.includes('dir=desc')")
     values = page.locator("table.board tbody td.value").all_inner_texts()
     numbers = [float(v.replace(",", "")) for v in values if v != "—"]
@@ -105,7 +111,9 @@ def test_sortable_columns_reorder_and_keep_the_sort_in_the_url(
 
 
 def test_board_marks_ties_reference_and_disqualified(page: Any, webui_base_url: str) -> None:
-    """A projected board with overlapping spreads and a disqualified kernel marks both."""
+    """A projected board: ranked by score as index.json ranks it, the two kernels whose
+    intervals overlap share a rank with a tie mark, the reference and an estimate say so, and
+    a disqualified kernel is last, struck; sorting by speed-up keeps the disqualified last."""
     body = render_accepted(BOARD)
     page.route(
         "**/api/index.json*",
@@ -115,12 +123,30 @@ def test_board_marks_ties_reference_and_disqualified(page: Any, webui_base_url: 
     page.wait_for_selector("table.board tbody tr")
     rows = page.locator("table.board tbody tr")
     names = rows.locator("a.kname").all_inner_texts()
-    assert names == ["flash_v3", "tilelang_fa", "triton_fa_v2", "torch_sdpa_ref", "cutlass_fmha"]
+    assert names == [
+        "flash_v3", "tilelang_fa", "triton_fa_v2", "torch_sdpa_ref", "naive_fa", "cutlass_fmha",
+    ]  # fmt: skip
+    ranks = [r.split()[0] for r in rows.locator("td.col-rank").all_inner_texts()]
+    assert ranks == ["1", "2", "2", "4", "5", "\u2014"]
     assert "DQ" in rows.last.inner_text()
     assert "struck" in (rows.last.locator("td.value").get_attribute("class") or "")
-    assert page.locator(".tie").count() == 2
-    assert "1.00\u00d7" in page.locator("tr[data-kernel$='/torch_sdpa_ref']").inner_text()
+    ties = page.locator(".tie")
+    assert ties.all_inner_texts() == ["tie", "tie"]
+    assert "shares rank 2 with tilelang_fa" in (ties.last.get_attribute("title") or "")
+
+    def score(name: str) -> str:
+        return str(page.locator(f"tr[data-kernel$='/{name}'] td.col-score").inner_text())
+
+    assert score("flash_v3").strip() == "2.18\u00d7 (2.10\u20132.27)"
+    assert score("torch_sdpa_ref").split() == ["1.00\u00d7", "reference"]
+    assert score("naive_fa").split() == ["\u2248", "0.50\u00d7", "estimate"]
     assert "\u00b13.0%" in page.locator("tr[data-kernel$='/tilelang_fa']").inner_text()
+    value = page.locator("tr[data-kernel$='/flash_v3'] td.value")
+    assert "on test" in (value.get_attribute("title") or "")
+    assert "torch_sdpa_ref" in page.locator(".board-head .reference").inner_text()
+    page.get_by_role("button", name=re.compile("^speed-up")).click()
+    page.wait_for_function("location.hash.includes('sort=speedup')")
+    assert rows.locator("a.kname").all_inner_texts()[::5] == ["naive_fa", "cutlass_fmha"]
 
 
 def test_kernel_page_draws_the_history_chart_with_hover_and_files(

@@ -81,3 +81,27 @@ test('chartModel places every point inside the frame with ticks on both axes', (
   assert.match(m.frontier, /^M/);
   assert.equal(chartModel([history[0]], {}).points.length, 1);
 });
+
+test('a point carries its score interval where measured side by side, else its spread', async () => {
+  const { scoreBand, withIntervals } = await import('../../../webui/js/lib/chart.js');
+  const rows = [
+    { value: 400, at: '2025-05-01T00:00:00Z', submission_id: 'a' },
+    { value: 200, at: '2025-05-02T00:00:00Z', submission_id: 'b' },
+    { value: 300, at: '2025-05-03T00:00:00Z', submission_id: 'c' },
+  ];
+  const known = [
+    { submission: 'a', score: null, p10: 390, p90: 420 },
+    { submission: 'b', score: { speedup: 2, low: 1.6, high: 2.5, basis: 'side_by_side' }, p10: 199, p90: 201 },
+    { submission: 'c', score: { speedup: 1.3, low: null, high: null, basis: 'absolute' } },
+  ];
+  const points = withIntervals(rows, known, 'lower');
+  assert.deepEqual(points.map((p) => p.bandKind), ['spread', 'score', null]);
+  assert.deepEqual(points[0].band, [390, 420]);
+  assert.deepEqual(points[1].band, [160, 250], 'v·s/high to v·s/low: the interval at the value');
+  assert.equal(points[2].score.basis, 'absolute');
+  assert.deepEqual(scoreBand(100, { speedup: 2, low: 1.6, high: 2.5 }, 'higher'), [80, 125]);
+  const m = chartModel(points, { width: 600, height: 240 });
+  const [y0, y1] = m.points.find((p) => p.submission_id === 'b').band;
+  assert.ok(y0 > y1, 'the lower end is drawn lower');
+  assert.ok(m.points.every((p) => !p.band || p.band.every((y) => y >= m.margin.top && y <= 240 - m.margin.bottom)), 'bands fit the frame');
+});

@@ -84,3 +84,13 @@ test('small helpers: ids, bytes, metric description', () => {
   assert.equal(describeMetric({ name: 'latency', unit: 'us', better: 'lower' }), 'latency (us, lower is better)');
   assert.equal(describeMetric({ name: 'throughput', better: 'higher' }, 'PFLOP/s'), 'throughput (PFLOP/s, higher is better)');
 });
+
+test('a score reads as ratio and interval; the reference and an estimate have no interval', async () => {
+  const { formatInterval, formatScore } = await import('../../../webui/js/lib/format.js');
+  assert.deepEqual(formatScore({ speedup: 2.08, low: 1.73, high: 2.43, basis: 'side_by_side' }), { ratio: '2.08×', interval: '1.73–2.43' });
+  assert.deepEqual(formatScore({ speedup: 1, low: 1, high: 1, basis: 'reference' }), { ratio: '1.00×', interval: null });
+  assert.deepEqual(formatScore({ speedup: 0.5, low: null, high: null, basis: 'absolute' }), { ratio: '0.50×', interval: null });
+  assert.deepEqual(formatScore(null), { ratio: '—', interval: null });
+  assert.equal(formatInterval(0.475, 0.525), '0.47–0.53×');
+  assert.equal(formatInterval(null, 1), null);
+});

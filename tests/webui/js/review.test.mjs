@@ -1,18 +1,13 @@
-// Unreviewed boards are listed apart (after the reviewed ones) and suspect bests are marked;
-// an index from before boards were reviewed reads as all reviewed, nothing suspect.
+// Unreviewed boards are listed apart (after the reviewed ones) and suspect bests are marked.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { boardReviewed, normaliseIndex, normaliseKernel, orderBoards } from '../../../webui/js/lib/model.js';
+import { normaliseIndex, orderBoards } from '../../../webui/js/lib/model.js';
 
 const metric = { name: 'latency', unit: 'us', better: 'lower' };
-const kernel = (id, value, extra = {}) => ({ id, metric, best: { value, submission: `s-${id}` }, accepted_count: 1, ...extra });
-
-test('a board is reviewed by its boards entry, else by its kernels, else it is', () => {
-  assert.equal(boardReviewed({ reviewed: false }, []), false);
-  assert.equal(boardReviewed({ reviewed: true }, [{ board_reviewed: false }]), true);
-  assert.equal(boardReviewed(undefined, [{ board_reviewed: false }]), false);
-  assert.equal(boardReviewed(undefined, [{}]), true);
-});
+const kernel = (id, value, extra = {}) => {
+  const [arch, op_class, sub_class, quant, name] = id.split('/');
+  return { id, arch, op_class, sub_class, quant, name, metric, best: { value, submission: `s-${id}` }, accepted_count: 1, disqualified: [], ...extra };
+};
 
 test('unreviewed boards come after every reviewed one, each part in key order', () => {
   const reviewed = new Set(['b/x/y/fp32', 'd/x/y/fp32']);
@@ -27,8 +22,8 @@ test('the index marks unreviewed boards and suspect bests', () => {
       kernel('cpu/B/x/fp32/old', 5.0, { board_reviewed: true, best: { value: 5.0, suspect: true } }),
       kernel('cpu/B/x/fp32/other', 6.0, { board_reviewed: true }),
     ],
-    leaderboards: { 'cpu/B/x/fp32': [] },
-    unreviewed_leaderboards: { 'cpu/A/x/fp32': [] },
+    leaderboards: { 'cpu/B/x/fp32': [{ kernel_id: 'cpu/B/x/fp32/old', rank: 1, value: 5.0, suspect: true }, { kernel_id: 'cpu/B/x/fp32/other', rank: 2, value: 6.0 }] },
+    unreviewed_leaderboards: { 'cpu/A/x/fp32': [{ kernel_id: 'cpu/A/x/fp32/new', rank: 1, value: 2.0 }] },
     boards: { 'cpu/A/x/fp32': { reviewed: false, judge_kernel: 'cpu/A/x/fp32/new' }, 'cpu/B/x/fp32': { reviewed: true } },
   };
   const index = normaliseIndex(raw);
@@ -37,11 +32,4 @@ test('the index marks unreviewed boards and suspect bests', () => {
   assert.equal(index.kernels.get('cpu/B/x/fp32/old').suspect, true);
   assert.equal(index.kernels.get('cpu/B/x/fp32/old').rank, 1); // shown and ranked, but marked
   assert.equal(index.kernels.get('cpu/B/x/fp32/other').suspect, false);
-});
-
-test('an index without review fields reads as reviewed boards and no suspect', () => {
-  const k = normaliseKernel(kernel('cpu/A/x/fp32/k', 1.0));
-  assert.equal(k.boardReviewed, true);
-  assert.equal(k.suspect, false);
-  assert.equal(normaliseIndex({ kernels: [kernel('cpu/A/x/fp32/k', 1.0)], leaderboards: {} }).boards[0].reviewed, true);
 });

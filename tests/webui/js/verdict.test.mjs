@@ -46,3 +46,33 @@ test('speed-ups are undefined for missing or non-positive values', () => {
   assert.equal(speedupOver(2, 4, 'higher'), 0.5);
   for (const [a, b] of [[null, 1], [1, undefined], [0, 1], [1, -1], [NaN, 1]]) assert.equal(speedupOver(a, b), null);
 });
+
+/** The rejected run as a judge that also measured the board's reference reports it. */
+function withReference(doc) {
+  const workloads = doc.workloads.map((w) => ({ ...w, reference: { ...w.incumbent, median: w.value * 2 }, reference_speedup: { value: 2, interval: [1.8, 2.2], blocks: 8, log_ratios: [] } }));
+  return { ...doc, workloads, score: { against: 'reference', speedup: 2, interval: [1.9, 2.1], confidence: 0.95, blocks: 24 } };
+}
+
+test('the reference measured beside the run: a column per workload and the score', () => {
+  const c = comparisonOf(withReference(rejected.result_document));
+  assert.equal(c.against, 'incumbent');
+  assert.equal(c.withReference, true);
+  assert.deepEqual(c.score, { speedup: 2, interval: [1.9, 2.1], blocks: 24 });
+  for (const row of c.rows) {
+    assert.equal(row.referenceSpeedup, 2);
+    assert.deepEqual(row.referenceInterval, [1.8, 2.2]);
+    assert.equal(row.reference, row.value * 2);
+    assert.ok(row.other !== null, 'the incumbent stays');
+  }
+});
+
+test('a new kernel measured against the reference alone is compared with it', () => {
+  const doc = withReference(rejected.result_document);
+  const alone = { ...doc, comparison: undefined, workloads: doc.workloads.map(({ incumbent, speedup, ...w }) => w) };
+  const c = comparisonOf(alone, { value: 1, workloads: [{ name: doc.workloads[0].name, value: 1 }] });
+  assert.equal(c.against, 'reference');
+  assert.equal(c.speedup, null);
+  assert.ok(c.rows.every((r) => r.other === null && r.referenceSpeedup === 2));
+  assert.equal(comparisonOf(rejected.result_document).withReference, false);
+  assert.equal(comparisonOf(rejected.result_document).score, null);
+});

@@ -79,6 +79,37 @@ export function timeLabel(t, step) {
 }
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
+/**
+ * The value range a score's 95 % interval stands for on a chart of values: the interval's
+ * relative width carried onto the value (a speed-up `s` in [low, high] over the reference is a
+ * value `v` in [v·s/high, v·s/low] when lower is better).
+ */
+export function scoreBand(value, score, better = 'lower') {
+  if (!Number.isFinite(value) || !score || !Number.isFinite(score.low) || !Number.isFinite(score.high) || !(score.speedup > 0)) return null;
+  const [a, b] = better === 'higher' ? [score.low / score.speedup, score.high / score.speedup] : [score.speedup / score.high, score.speedup / score.low];
+  return [value * Math.min(a, b), value * Math.max(a, b)];
+}
+
+/**
+ * Bench-history rows (`{value, at, commit, submission_id, submitter_id}`) with what index.json
+ * knows of each result: its score (`scoreOf` shape) and its p10–p90 spread, looked up by
+ * submission among `known` ({submission, score, p10, p90} entries: the kernel's index history,
+ * best and current). Each point gets a `band`: the score's interval where it was measured side
+ * by side (`bandKind: 'score'`), else the value's spread (`'spread'`), else none.
+ */
+export function withIntervals(rows, known, better = 'lower') {
+  const bySubmission = new Map();
+  for (const k of known) if (k?.submission) bySubmission.set(k.submission, { ...bySubmission.get(k.submission), ...k });
+  return rows.map((row) => {
+    const k = bySubmission.get(row.submission_id) ?? {};
+    const score = k.score ?? null;
+    const fromScore = score?.basis === 'side_by_side' ? scoreBand(row.value, score, better) : null;
+    const spread = Number.isFinite(k.p10) && Number.isFinite(k.p90) ? [Math.min(k.p10, k.p90), Math.max(k.p10, k.p90)] : null;
+    const band = fromScore ?? spread;
+    return { ...row, score, band, bandKind: fromScore ? 'score' : spread ? 'spread' : null };
+  });
+}
+
 /** History points sorted by time, each marked when it improved on the best so far. */
 export function withFrontier(points, better = 'lower') {
   const sorted = points
@@ -103,8 +134,9 @@ export function frontierPath(points, x, y, xEnd) {
 }
 
 /**
- * Everything needed to draw a history chart: scaled points, frontier path, ticks.
- * `multiplier` converts stored values into the display unit.
+ * Everything needed to draw a history chart: scaled points (each with its `band` as the y of
+ * its two ends, when it has one), frontier path, ticks. `multiplier` converts stored values
+ * into the display unit.
  */
 export function chartModel(history, { width = 720, height = 260, better = 'lower', multiplier = 1 } = {}) {
   const margin = { top: 12, right: 16, bottom: 30, left: 60 };
@@ -114,14 +146,14 @@ export function chartModel(history, { width = 720, height = 260, better = 'lower
   if (t0 === t1) [t0, t1] = [t0 - HOUR, t1 + HOUR];
   const pad = (t1 - t0) * 0.03;
   const x = linearScale([t0 - pad, t1 + pad], [margin.left, width - margin.right]);
-  const [v0, v1] = niceDomain(points.map((p) => p.shown));
+  const [v0, v1] = niceDomain(points.flatMap((p) => [p.shown, ...(p.band ?? []).map((v) => v * multiplier)]));
   const y = linearScale([v0, v1], [height - margin.bottom, margin.top]);
   const yTicks = niceTicks(v0, v1, 5).map((v) => ({ v, y: y(v), label: formatNumber(v) }));
   let ticks = timeTicks(t0 - pad, t1 + pad, Math.max(2, Math.floor(width / 140)));
   // Results under a second apart: label the first and the last instead of no round time.
   if (ticks.length < 2 && ts.length) ticks = [...new Set([Math.min(...ts), Math.max(...ts)])].map((t) => ({ t, label: timeLabel(t, 100) }));
   const xTicks = ticks.map((tick) => ({ ...tick, x: x(tick.t) }));
-  const placed = points.map((p) => ({ ...p, cx: x(p.t), cy: y(p.shown) }));
+  const placed = points.map((p) => ({ ...p, cx: x(p.t), cy: y(p.shown), band: p.band ? p.band.map((v) => y(v * multiplier)) : null, bandValues: p.band ?? null }));
   const shownY = (v) => y(v * multiplier);
   return {
     width,

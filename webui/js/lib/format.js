@@ -118,6 +118,22 @@ export function formatSpeedup(factor) {
   return `${factor.toFixed(2)}×`;
 }
 
+/** A speed-up interval, "1.73–2.43×" (null without one). */
+export function formatInterval(low, high) {
+  if (!Number.isFinite(low) || !Number.isFinite(high)) return null;
+  return `${formatSpeedup(low).slice(0, -1)}–${formatSpeedup(high)}`;
+}
+
+/**
+ * A score ({speedup, low, high, basis}) as its ratio and interval texts: `{ratio: "2.08×",
+ * interval: "1.73–2.43"}`; no interval for the reference itself or an estimate.
+ */
+export function formatScore(score) {
+  if (!score) return { ratio: '—', interval: null };
+  const measured = score.basis === 'side_by_side' ? formatInterval(score.low, score.high) : null;
+  return { ratio: formatSpeedup(score.speedup), interval: measured ? measured.slice(0, -1) : null };
+}
+
 /** Milliseconds as a short human duration: "850 ms", "12 s", "4 min", "3 h 5 min", "2 d". */
 export function formatDuration(ms) {
   if (!Number.isFinite(ms)) return '—';

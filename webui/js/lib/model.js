@@ -1,8 +1,8 @@
-// Pure read model: normalise index.json into boards, then filter, sort and page them. A board
-// is built (its kernels normalised and ranked) the first time its entries are read, so a page
+// Pure read model: index.json into boards, then filter, sort and page them. index.json ranks
+// each board, scores each kernel and names each board's reference; the model takes all three as
+// they are. A board is built (its kernels read) the first time its entries are read, so a page
 // of boards costs that page, not the whole index.
 
-import { findReference, rankEntries, speedup } from './rank.js';
 import { parseTime } from './format.js';
 
 function num(x) {
@@ -27,33 +27,43 @@ export function spreadFromWorkloads(workloads, value) {
 }
 
 /**
- * A score into {value, p10, p90, submitter, at, submission_id, commit, ...}. Reads index.json's
- * `{value, at, commit, spread: {p10, p90}, submission, submitter}`, the scoreboard's
- * `{value, workloads, submission_id, submitter, runner_id, at, commit}` (spread derived from
- * the workloads' stats) and bench-history rows (`submitter_id`).
+ * An index.json value entry (a kernel's `best`, `current` or a history row: `{value, at, commit,
+ * spread: {p10, p90}, submission, submitter, score, device, suspect}`) in the views' shape.
  */
-export function normaliseScore(raw) {
-  if (raw === null || raw === undefined) return null;
-  if (typeof raw === 'number') return { value: raw, p10: null, p90: null };
-  const value = num(raw.value) ?? num(raw.metric?.value);
-  if (value === null) return null;
-  const spread = raw.spread ?? {};
-  let p10 = num(spread.p10) ?? num(raw.p10);
-  let p90 = num(spread.p90) ?? num(raw.p90);
-  if (p10 === null || p90 === null) ({ p10, p90 } = spreadFromWorkloads(raw.workloads, value));
+export function valueEntry(raw) {
+  if (!raw || num(raw.value) === null) return null;
   return {
-    value,
-    p10,
-    p90,
-    submitter: raw.submitter ?? raw.submitter_id ?? null,
+    value: raw.value,
+    p10: num(raw.spread?.p10),
+    p90: num(raw.spread?.p90),
     at: raw.at ?? null,
-    submission_id: raw.submission_id ?? raw.submission ?? null,
     commit: raw.commit ?? null,
-    runner_id: raw.runner_id ?? null,
-    workloads: raw.workloads ?? null,
-    correctness: raw.correctness ?? null,
-    environment: raw.environment ?? null,
+    submission: raw.submission ?? null,
+    submitter: raw.submitter ?? null,
+    score: scoreOf(raw.score),
+    device: raw.device ?? null,
+    suspect: raw.suspect === true,
   };
+}
+
+/**
+ * A scoreboard entry (bench_result.yaml's `best`/`current`: `{value, workloads, submission_id,
+ * submitter, runner_id, at, commit}`), with the headline's spread derived from its workloads.
+ */
+export function scoreboardEntry(raw) {
+  if (!raw || num(raw.value) === null) return null;
+  const { p10, p90 } = spreadFromWorkloads(raw.workloads, raw.value);
+  return { ...raw, p10, p90 };
+}
+
+/**
+ * index.json's `score` (`{speedup, interval: [low, high] | null, basis}`) as
+ * `{speedup, low, high, basis}`, or null.
+ */
+export function scoreOf(raw) {
+  if (!raw || num(raw.speedup) === null) return null;
+  const [low, high] = Array.isArray(raw.interval) ? raw.interval : [null, null];
+  return { speedup: raw.speedup, low: num(low), high: num(high), basis: raw.basis };
 }
 
 /**
@@ -61,121 +71,97 @@ export function normaliseScore(raw) {
  * are out of `best`. A kernel whose every result is disqualified stays on its board, marked.
  */
 export function disqualification(raw, best) {
-  const dq = raw.disqualified;
-  if (Array.isArray(dq)) {
-    const n = dq.length;
-    if (n === 0 || best) return { disqualified: false, dqReason: null, dqCount: n };
-    const ids = dq.map((s) => String(s).slice(0, 8)).join(', ');
-    return { disqualified: true, dqReason: `${n} result${n === 1 ? '' : 's'} disqualified (${ids})`, dqCount: n };
-  }
-  if (!dq) return { disqualified: false, dqReason: null, dqCount: 0 };
-  return { disqualified: true, dqReason: typeof dq === 'object' ? dq.reason ?? null : null, dqCount: 1 };
+  const n = (raw.disqualified ?? []).length;
+  if (n === 0 || best) return { disqualified: false, dqReason: null, dqCount: n };
+  const ids = raw.disqualified.map((s) => String(s).slice(0, 8)).join(', ');
+  return { disqualified: true, dqReason: `${n} result${n === 1 ? '' : 's'} disqualified (${ids})`, dqCount: n };
 }
 
-/** A raw kernel entry's id, its five parts and its board key (arch/op_class/sub_class/quant). */
-function kernelParts(raw) {
-  const id = String(raw.id ?? raw.kernel_id);
-  const split = id.split('/');
-  const arch = raw.arch ?? split[0];
-  const op_class = raw.op_class ?? split[1];
-  const sub_class = raw.sub_class ?? split[2];
-  const quant = raw.quant ?? split[3];
-  return { id, arch, op_class, sub_class, quant, name: raw.name ?? split[4], group: `${arch}/${op_class}/${sub_class}/${quant}` };
-}
-
-function given(x) {
-  return x !== null && x !== undefined;
-}
-
-/** kernelParts(raw).group without splitting the id when the entry names its parts (as projected). */
+/** A kernel entry's board key: its first four parts, as index.json names them. */
 function boardKey(raw) {
-  const { arch, op_class, sub_class, quant } = raw;
-  if (given(arch) && given(op_class) && given(sub_class) && given(quant)) return `${arch}/${op_class}/${sub_class}/${quant}`;
-  return kernelParts(raw).group;
+  return `${raw.arch}/${raw.op_class}/${raw.sub_class}/${raw.quant}`;
 }
 
-/** One index.json kernel entry into the flat shape the views use. */
-export function normaliseKernel(raw) {
-  const { id, arch, op_class, sub_class, quant, name, group } = kernelParts(raw);
+/**
+ * One index.json kernel entry into the flat shape the views use. `ranked` is its entry in the
+ * board's `leaderboards` list (`{rank, tied}`), undefined for a kernel the index does not rank
+ * (no accepted result left); `reference` is the board's pinned reference kernel id.
+ */
+export function normaliseKernel(raw, ranked = undefined, reference = null) {
   const metric = raw.metric ?? {};
-  const best = normaliseScore(raw.best);
-  const current = normaliseScore(raw.current);
+  const best = valueEntry(raw.best);
+  const current = valueEntry(raw.current);
   const dq = disqualification(raw, best);
+  const score = scoreOf(raw.score);
   return {
-    id,
-    arch,
-    op_class,
-    sub_class,
-    quant,
-    name,
-    group,
+    id: raw.id,
+    arch: raw.arch,
+    op_class: raw.op_class,
+    sub_class: raw.sub_class,
+    quant: raw.quant,
+    name: raw.name,
+    group: boardKey(raw),
     title: raw.title ?? '',
     language: raw.language ?? '',
-    tags: raw.tags ?? [],
-    reference: raw.reference === true || raw.is_reference === true,
     metric: { name: metric.name ?? 'value', unit: metric.unit ?? '', better: metric.better === 'higher' ? 'higher' : 'lower' },
     best,
     current,
     value: best ? best.value : null,
     p10: best ? best.p10 : null,
     p90: best ? best.p90 : null,
-    submitter: best?.submitter ?? current?.submitter ?? raw.submitter ?? null,
+    device: best?.device ?? null,
+    score,
+    speedup: score?.speedup ?? null,
+    submitter: best?.submitter ?? current?.submitter ?? null,
     acceptedCount: raw.accepted_count ?? 0,
-    lastActivityAt: raw.last_activity_at ?? current?.at ?? best?.at ?? null,
+    lastActivityAt: raw.last_activity_at ?? null,
     history: raw.history ?? [],
     disqualified: dq.disqualified,
     dqReason: dq.dqReason,
     dqCount: dq.dqCount,
     // A best marked suspect (a tripwire hit or a runtime flag no maintainer has cleared yet):
     // still shown and ranked, but marked.
-    suspect: raw.best?.suspect === true,
-    // Indexes from before boards were reviewed have no such field: their boards count as reviewed.
-    boardReviewed: raw.board_reviewed !== false,
-    speedup: null,
-    isReference: false,
-    rank: null,
+    suspect: best?.suspect === true,
+    isReference: reference !== null && raw.id === reference,
+    rank: ranked?.rank ?? null,
+    tied: ranked?.tied === true,
     tie: false,
-    tieWith: null,
+    tieWith: [],
   };
-}
-
-/** The reference kernel each leaderboard of the index names (object or list form), as {group: id}. */
-export function leaderboardReferences(raw) {
-  const refs = {};
-  const add = (key, value) => {
-    refs[key] = value?.reference ?? value?.reference_id ?? null;
-  };
-  if (Array.isArray(raw)) {
-    for (const item of raw) {
-      const key = item.key ?? item.group ?? item.board ?? ['arch', 'op_class', 'sub_class', 'quant'].map((p) => item[p]).join('/');
-      add(key, item);
-    }
-  } else if (raw && typeof raw === 'object') {
-    for (const [key, value] of Object.entries(raw)) add(key, value);
-  }
-  return refs;
-}
-
-function buildBoard(kernels, referenceId) {
-  const live = kernels.find((k) => !k.disqualified && k.value !== null) ?? kernels[0];
-  const metric = live.metric;
-  const ref = findReference(kernels, referenceId);
-  const refValue = ref?.value ?? null;
-  for (const k of kernels) {
-    k.speedup = k.disqualified ? null : speedup(k.value, refValue, metric.better);
-    k.isReference = ref !== null && k.id === ref.id;
-  }
-  return { metric, referenceId: ref?.id ?? null, entries: rankEntries(kernels, metric.better) };
 }
 
 /**
- * A board of raw kernel entries. `count` and the key's parts are there at once; `metric`,
- * `referenceId` and the ranked `entries` are built on first read (or by `build()`), once.
+ * A board's kernels in index.json's order: the ranked ones as `ranking` lists them, then the
+ * unranked ones (no result left: imported, not run yet, or every result disqualified), the
+ * disqualified last, by id. Kernels sharing a rank are a tie: each names the others.
  */
-function lazyBoard(key, raws, referenceId, info) {
+function buildBoard(raws, ranking, reference) {
+  const place = new Map(ranking.map((r, i) => [r.kernel_id, i]));
+  const kernels = raws.map((raw) => normaliseKernel(raw, ranking[place.get(raw.id)], reference));
+  const order = (k) => place.get(k.id) ?? ranking.length + (k.disqualified ? 1 : 0);
+  const entries = kernels.sort((a, b) => order(a) - order(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const byRank = new Map();
+  for (const e of entries) if (e.rank !== null) byRank.set(e.rank, [...(byRank.get(e.rank) ?? []), e]);
+  for (const group of byRank.values()) {
+    if (group.length < 2) continue;
+    for (const e of group) {
+      e.tie = true;
+      e.tieWith = group.filter((o) => o !== e).map((o) => o.id);
+    }
+  }
+  const live = kernels.find((k) => !k.disqualified && k.value !== null) ?? kernels[0];
+  return { metric: live.metric, entries };
+}
+
+/**
+ * A board of raw kernel entries. `count`, the key's parts, its review and its reference are there
+ * at once; `metric` and the ranked `entries` are built on first read (or by `build()`), once.
+ */
+function lazyBoard(key, raws, ranking, info) {
   const [arch, op_class, sub_class, quant] = key.split('/');
+  const reference = info?.reference?.kernel_id ?? null;
   let built = null;
-  const build = () => (built ??= buildBoard(raws.map(normaliseKernel), referenceId));
+  const build = () => (built ??= buildBoard(raws, ranking, reference));
   return {
     key,
     arch,
@@ -183,9 +169,11 @@ function lazyBoard(key, raws, referenceId, info) {
     sub_class,
     quant,
     count: raws.length,
-    reviewed: boardReviewed(info, raws),
+    reviewed: info?.reviewed !== false,
     reviewedBy: info?.reviewed_by ?? null,
     judgeKernel: info?.judge_kernel ?? null,
+    referenceId: reference,
+    referenceCommit: info?.reference?.commit ?? null,
     get built() {
       return built !== null;
     },
@@ -193,22 +181,10 @@ function lazyBoard(key, raws, referenceId, info) {
     get metric() {
       return build().metric;
     },
-    get referenceId() {
-      return build().referenceId;
-    },
     get entries() {
       return build().entries;
     },
   };
-}
-
-/**
- * Whether a board is reviewed: the index's `boards` entry says so; without one, its kernels'
- * `board_reviewed` (an index from before boards were reviewed has neither: reviewed).
- */
-export function boardReviewed(info, raws = []) {
-  if (info && typeof info.reviewed === 'boolean') return info.reviewed;
-  return !raws.some((k) => k.board_reviewed === false);
 }
 
 /** Board keys in display order: reviewed boards first, unreviewed ones listed apart after them. */
@@ -216,28 +192,10 @@ export function orderBoards(keys, reviewedOf) {
   return [...keys].sort((a, b) => Number(!reviewedOf(a)) - Number(!reviewedOf(b)) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** id -> board key, for the ids whose board the id's own prefix does not name. */
-function boardKeysById(groups) {
-  const keys = new Map();
-  for (const [key, raws] of groups) for (const raw of raws) keys.set(kernelParts(raw).id, key);
-  return keys;
-}
-
-/**
- * id -> normalised kernel, read like a Map; a lookup builds only that kernel's board. The id's
- * prefix names its board in every projected index; the full id -> board map is built only
- * when it does not.
- */
-function kernelLookup(boards, groups) {
+/** id -> normalised kernel, read like a Map; a lookup builds only that kernel's board. */
+function kernelLookup(boards) {
   const byKey = new Map(boards.map((b) => [b.key, b]));
-  let keyOf = null;
-  const find = (key, id) => byKey.get(key)?.entries.find((e) => e.id === id);
-  const get = (id) => {
-    const own = find(id.slice(0, id.lastIndexOf('/')), id);
-    if (own) return own;
-    keyOf ??= boardKeysById(groups);
-    return find(keyOf.get(id), id);
-  };
+  const get = (id) => byKey.get(id.slice(0, id.lastIndexOf('/')))?.entries.find((e) => e.id === id);
   return {
     size: boards.reduce((n, b) => n + b.count, 0),
     get,
@@ -248,56 +206,44 @@ function kernelLookup(boards, groups) {
   };
 }
 
-function listKernels(raw) {
-  if (Array.isArray(raw)) return raw;
-  if (raw && typeof raw === 'object') return Object.entries(raw).map(([id, k]) => ({ id, ...k }));
-  return [];
-}
-
-/** Runner entries (list or {id: runner}) with id, arches and lastHeartbeatAt. */
-export function normaliseRunners(raw) {
-  return listKernels(raw).map((r) => ({
-    ...r,
-    id: r.id ?? r.runner_id,
-    arches: r.arches ?? r.archs ?? (r.arch ? [r.arch] : []),
-    lastHeartbeatAt: r.last_heartbeat_at ?? r.last_heartbeat ?? r.heartbeat_at ?? null,
-  }));
+/** GET /api/runners' items (`{runner_id, arches, device, last_heartbeat, state, busy_with}`): the runners' liveness. */
+export function normaliseRunners(items) {
+  return (items ?? []).map((r) => ({ ...r, id: r.runner_id, lastHeartbeatAt: r.last_heartbeat ?? null }));
 }
 
 function listQueue(raw) {
-  const rows = Array.isArray(raw) ? raw : Object.entries(raw ?? {}).map(([arch, q]) => ({ arch, ...q }));
-  return rows
-    .map((q) => ({ arch: q.arch, queued: q.queued ?? 0, running: q.running ?? 0 }))
+  return Object.entries(raw ?? {})
+    .map(([arch, q]) => ({ arch, queued: q.queued ?? 0, running: q.running ?? 0 }))
     .sort((a, b) => (a.arch < b.arch ? -1 : 1));
 }
 
 /**
  * Normalise a whole index.json document. One pass groups the raw kernels by board; each board
- * normalises and ranks its kernels when first read (see `lazyBoard`), `buildBoards` builds the
- * rest ahead of need. The rankings are those of building every board at once.
+ * reads its kernels when first read (see `lazyBoard`), `buildBoards` builds the rest ahead of
+ * need. Ranks, ties, scores and references are the index's.
  */
 export function normaliseIndex(raw) {
-  const referencesReviewed = leaderboardReferences(raw?.leaderboards);
   const groups = new Map();
-  for (const k of listKernels(raw?.kernels)) {
+  for (const k of raw?.kernels ?? []) {
     const key = boardKey(k);
     const members = groups.get(key);
     if (members) members.push(k);
     else groups.set(key, [k]);
   }
-  const infos = raw?.boards && typeof raw.boards === 'object' ? raw.boards : {};
-  const references = { ...leaderboardReferences(raw?.unreviewed_leaderboards), ...referencesReviewed };
-  const order = orderBoards(groups.keys(), (key) => boardReviewed(infos[key], groups.get(key)));
-  const boards = order.map((key) => lazyBoard(key, groups.get(key), references[key], infos[key]));
+  const infos = raw?.boards ?? {};
+  const rankings = { ...raw?.unreviewed_leaderboards, ...raw?.leaderboards };
+  const order = orderBoards(groups.keys(), (key) => infos[key]?.reviewed !== false);
+  const boards = order.map((key) => lazyBoard(key, groups.get(key), rankings[key] ?? [], infos[key]));
   return {
     schemaVersion: raw?.schema_version ?? null,
     logSeq: raw?.log_seq ?? 0,
     headCommit: raw?.head_commit ?? null,
     generatedAt: raw?.generated_at ?? null,
-    kernels: kernelLookup(boards, groups),
+    kernels: kernelLookup(boards),
     boards,
     queue: listQueue(raw?.queue),
-    runners: normaliseRunners(raw?.runners),
+    // The runners the log knows ({id, arches, device, registered_at, state}); not their liveness.
+    runners: raw?.runners ?? [],
   };
 }
 
@@ -311,12 +257,12 @@ export function buildBoards(index, more = () => true) {
   return true;
 }
 
-/** True when kernel `id` is new in `index` or its value, disqualification or activity changed. */
+/** True when kernel `id` is new in `index` or its value, score, rank, disqualification or activity changed. */
 export function kernelChanged(previous, index, id) {
   const k = index.kernels.get(id);
   if (!k) return false;
   const old = previous.kernels.get(id);
-  return !old || old.value !== k.value || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt;
+  return !old || old.value !== k.value || old.speedup !== k.speedup || old.rank !== k.rank || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt;
 }
 
 /** Distinct archs, op classes and quants across boards, sorted, for the filter menus. */
@@ -368,7 +314,8 @@ const SORT_KEYS = {
   name: (e) => e.name.toLowerCase(),
   value: (e) => e.value,
   spread: (e) => (e.p10 === null || e.p90 === null || !e.value ? null : Math.abs(e.p90 - e.p10) / e.value),
-  speedup: (e) => e.speedup,
+  speedup: (e) => (e.disqualified ? null : e.speedup),
+  device: (e) => e.device,
   submitter: (e) => (e.submitter ?? '').toLowerCase() || null,
   changed: (e) => parseTime(e.lastActivityAt),
   accepted: (e) => e.acceptedCount,

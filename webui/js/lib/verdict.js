@@ -11,30 +11,55 @@ function byName(workloads) {
   return new Map((workloads ?? []).filter((w) => w && w.name).map((w) => [w.name, w]));
 }
 
+function finite(x) {
+  return Number.isFinite(x) ? x : null;
+}
+
+function pair(x) {
+  return Array.isArray(x) && x.length === 2 ? x : null;
+}
+
+/** The document's `score` against the board's reference ({speedup, interval, blocks}), or null. */
+export function scoreOfDocument(doc) {
+  const s = doc?.score;
+  if (s?.against !== 'reference' || !Number.isFinite(s.speedup)) return null;
+  return { speedup: s.speedup, interval: pair(s.interval), blocks: s.blocks ?? null };
+}
+
 /**
  * The per-workload comparison of a result document, or null when it has nothing to compare.
- * Where the judge measured the incumbent side by side (`workloads[].incumbent`, `speedup`,
- * `comparison`), those figures are used as they are; otherwise the run's workload values are
- * set against `best` (the scoreboard's best: `{workloads: [{name, value}]}`).
- * Returns {against: 'incumbent' | 'best', outcome, reason, speedup, interval, rows:
- * [{name, value, other, speedup, interval}]}.
+ * Where the judge measured rivals side by side, those figures are used as they are: the
+ * incumbent (`workloads[].incumbent`, `speedup`, the overall `comparison`) and the board's
+ * pinned reference (`workloads[].reference`, `reference_speedup`, the overall `score`); a new
+ * kernel has the reference alone. Otherwise the run's workload values are set against `best`
+ * (the scoreboard's best: `{workloads: [{name, value}]}`).
+ * Returns {against: 'incumbent' | 'reference' | 'best', withReference, outcome, reason, speedup,
+ * interval, score, rows: [{name, value, other, speedup, interval, reference, referenceSpeedup,
+ * referenceInterval}]}.
  */
 export function comparisonOf(doc, best = null) {
   const workloads = (doc?.workloads ?? []).filter((w) => w && w.name);
   const summary = doc?.comparison ?? null;
-  if (workloads.some((w) => w.incumbent)) {
+  const withIncumbent = workloads.some((w) => w.incumbent);
+  const withReference = workloads.some((w) => w.reference);
+  if (withIncumbent || withReference) {
     return {
-      against: 'incumbent',
+      against: withIncumbent ? 'incumbent' : 'reference',
+      withReference,
       outcome: summary?.outcome ?? null,
       reason: summary?.reason ?? null,
-      speedup: Number.isFinite(summary?.speedup) ? summary.speedup : null,
-      interval: Array.isArray(summary?.interval) ? summary.interval : null,
+      speedup: withIncumbent ? finite(summary?.speedup) : null,
+      interval: withIncumbent ? pair(summary?.interval) : null,
+      score: scoreOfDocument(doc),
       rows: workloads.map((w) => ({
         name: w.name,
         value: w.value ?? null,
         other: w.incumbent?.median ?? null,
-        speedup: Number.isFinite(w.speedup?.value) ? w.speedup.value : null,
-        interval: Array.isArray(w.speedup?.interval) ? w.speedup.interval : null,
+        speedup: finite(w.speedup?.value),
+        interval: pair(w.speedup?.interval),
+        reference: w.reference?.median ?? null,
+        referenceSpeedup: finite(w.reference_speedup?.value),
+        referenceInterval: pair(w.reference_speedup?.interval),
       })),
     };
   }
@@ -43,13 +68,15 @@ export function comparisonOf(doc, best = null) {
   const better = doc?.metric?.better ?? best?.metric?.better ?? 'lower';
   return {
     against: 'best',
+    withReference: false,
     outcome: null,
     reason: summary?.reason ?? null,
     speedup: speedupOver(doc?.metric?.value, best?.value, better),
     interval: null,
+    score: scoreOfDocument(doc),
     rows: workloads.map((w) => {
       const other = theirs.get(w.name)?.value ?? null;
-      return { name: w.name, value: w.value ?? null, other, speedup: speedupOver(w.value, other, better), interval: null };
+      return { name: w.name, value: w.value ?? null, other, speedup: speedupOver(w.value, other, better), interval: null, reference: null, referenceSpeedup: null, referenceInterval: null };
     }),
   };
 }

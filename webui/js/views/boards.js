@@ -3,7 +3,7 @@
 
 import { empty, failure, fill, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
 import { indexAt, indexStore } from '../live.js';
-import { describeMetric, formatNumber, formatTimestamp } from '../lib/format.js';
+import { describeMetric, formatNumber, formatTimestamp, shortId } from '../lib/format.js';
 import { facets, filterBoards, kernelChanged, pageOf, sortEntries } from '../lib/model.js';
 import { formatHash, links } from '../lib/route.js';
 import { unreviewedBadge } from './review.js';
@@ -52,6 +52,20 @@ function pager(p, goTo, label) {
 /** The heading above the first unreviewed board of a page: they are listed apart. */
 function unreviewedHeading() {
   return h('div', { class: 'unreviewed-head', role: 'note' }, h('h2', {}, 'Unreviewed boards'), h('p', { class: 'muted' }, 'Boards opened by a submission whose judge (benchmark.py, build_test_env.py) no maintainer has reviewed yet. Their rankings are not comparable with the reviewed boards above.'));
+}
+
+/** "speed-ups over the pinned reference <kernel> (pinned at <commit>)", linking both. */
+function referenceNote(board) {
+  if (!board.referenceId) return null;
+  const name = board.referenceId.split('/')[4];
+  const commit = board.referenceCommit;
+  return h(
+    'span',
+    { class: 'muted reference', title: "every kernel's speed-up is over this kernel's src/ as pinned" },
+    ' · speed-ups over the pinned reference ',
+    h('a', { href: links.kernel(board.referenceId), class: 'mono ref-link' }, name),
+    commit ? [' (at ', h('a', { href: links.commit(commit), class: 'mono commit-link', title: commit }, shortId(commit, 10)), ')'] : null,
+  );
 }
 
 export function createBoardsView(ctx) {
@@ -128,7 +142,7 @@ export function createBoardsView(ctx) {
       h('h2', {}, link ? h('a', { href: links.board(board.key, route.query.at ? { at: route.query.at } : {}), 'data-focus-key': `b:${board.key}` }, title) : title),
       board.reviewed === false ? unreviewedBadge() : null,
       h('span', { class: 'muted metric' }, describeMetric(board.metric, unit)),
-      board.referenceId ? h('span', { class: 'muted' }, ' · reference ', h('a', { href: links.kernel(board.referenceId) }, board.referenceId.split('/')[4])) : null,
+      referenceNote(board),
     );
   }
 

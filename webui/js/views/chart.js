@@ -1,7 +1,8 @@
-// The SVG history chart: every accepted value over time and the best-so-far frontier.
+// The SVG history chart: every accepted value over time with its interval, and the best-so-far
+// frontier.
 
 import { fill, h } from '../dom.js';
-import { formatNumber, formatTimestamp, shortId } from '../lib/format.js';
+import { formatNumber, formatScore, formatTimestamp, shortId } from '../lib/format.js';
 import { chartModel } from '../lib/chart.js';
 
 function axes(m, unitLabel) {
@@ -17,18 +18,37 @@ function axes(m, unitLabel) {
   ];
 }
 
-function tooltipText(p, unit) {
+/** The line saying what a point's bar is: its score's interval, or its value's spread. */
+function bandText(p, multiplier, unit) {
+  const { ratio, interval } = formatScore(p.score);
+  const score = p.score ? `speed-up ${p.score.basis === 'absolute' ? '≈ ' : ''}${ratio}${interval ? ` (${interval})` : ''} over the reference` : null;
+  const spread = p.bandKind === 'spread' ? `p10–p90 ${formatNumber(p.bandValues[0] * multiplier)}–${formatNumber(p.bandValues[1] * multiplier)} ${unit}` : null;
+  return [score, spread];
+}
+
+function tooltipText(p, unit, multiplier = 1) {
   return [
     `${formatNumber(p.shown)} ${unit}${p.record ? '  ★ new best' : ''}`,
+    ...bandText(p, multiplier, unit),
     formatTimestamp(p.at),
     `commit ${shortId(p.commit ?? p.commits?.source, 10)} · ${p.submitter ?? p.submitter_id ?? 'unknown submitter'}`,
     p.submission_id ? `submission ${shortId(p.submission_id)}` : null,
   ].filter(Boolean);
 }
 
+/** A point's bar: a vertical line with caps from one end of its band to the other. */
+function bandMark(p) {
+  if (!p.band) return null;
+  const [y0, y1] = p.band;
+  const x = p.cx.toFixed(1);
+  const cap = (y) => h('line', { x1: (p.cx - 4).toFixed(1), x2: (p.cx + 4).toFixed(1), y1: y.toFixed(1), y2: y.toFixed(1) });
+  return h('g', { class: `band band-${p.bandKind}`, 'aria-hidden': 'true' }, h('line', { x1: x, x2: x, y1: y0.toFixed(1), y2: y1.toFixed(1) }), cap(y0), cap(y1));
+}
+
 /**
- * Draw a chart of `history` ([{value, at, commit, submitter, submission_id}]) into a new
- * element; `scale` is the display unit from chooseScale; `onPick(point)` opens a point.
+ * Draw a chart of `history` ([{value, at, commit, submitter, submission_id, band, bandKind,
+ * score}], see `withIntervals`) into a new element; `scale` is the display unit from
+ * chooseScale; `onPick(point)` opens a point.
  */
 export function historyChart(history, { metric, scale, onPick }) {
   const wrap = h('div', { class: 'chart-wrap' });
@@ -36,7 +56,7 @@ export function historyChart(history, { metric, scale, onPick }) {
   let lastWidth = 0;
 
   function show(p, circle) {
-    fill(tip, ...tooltipText(p, scale.unit).map((line, i) => h('div', { class: i === 0 ? 'strong' : '' }, line)));
+    fill(tip, ...tooltipText(p, scale.unit, scale.multiplier).map((line, i) => h('div', { class: i === 0 ? 'strong' : '' }, line)));
     tip.hidden = false;
     const box = wrap.getBoundingClientRect();
     const dot = circle.getBoundingClientRect();
@@ -59,7 +79,7 @@ export function historyChart(history, { metric, scale, onPick }) {
         class: p.record ? 'pt record' : 'pt',
         tabindex: 0,
         role: 'img',
-        'aria-label': tooltipText(p, scale.unit).join(', '),
+        'aria-label': tooltipText(p, scale.unit, scale.multiplier).join(', '),
       });
       circle.addEventListener('mouseenter', () => show(p, circle));
       circle.addEventListener('focus', () => show(p, circle));
@@ -74,12 +94,13 @@ export function historyChart(history, { metric, scale, onPick }) {
       { viewBox: `0 0 ${m.width} ${m.height}`, width: m.width, height: m.height, class: 'chart', role: 'group', 'aria-label': `accepted ${metric.name} over time, ${m.points.length} results` },
       axes(m, unitLabel),
       h('path', { d: m.frontier, class: 'frontier' }),
+      m.points.map(bandMark),
       dots,
     );
     fill(wrap, svg, tip);
   }
 
-  const legend = h('div', { class: 'legend muted' }, h('span', { class: 'key key-pt' }), 'accepted result ', h('span', { class: 'key key-record' }), 'new best ', h('span', { class: 'key key-frontier' }), 'best so far');
+  const legend = h('div', { class: 'legend muted' }, h('span', { class: 'key key-pt' }), 'accepted result ', h('span', { class: 'key key-record' }), 'new best ', h('span', { class: 'key key-frontier' }), 'best so far ', h('span', { class: 'key key-band' }), "bar: the 95 % interval of its speed-up over the board's reference (measured side by side), or else its p10–p90 spread");
   const observer = typeof ResizeObserver !== 'undefined' ? new ResizeObserver(() => draw()) : null;
   observer?.observe(wrap);
   requestAnimationFrame(draw);

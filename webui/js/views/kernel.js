@@ -4,9 +4,11 @@
 import { api, kernelPath, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { indexStore } from '../live.js';
-import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatSpeedup, formatSpread, shortId } from '../lib/format.js';
-import { locateKernel, normaliseScore, samplesOf, workloadParams } from '../lib/model.js';
+import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatScore, formatSpread, shortId } from '../lib/format.js';
+import { withIntervals } from '../lib/chart.js';
+import { locateKernel, samplesOf, scoreboardEntry, scoreOf, workloadParams } from '../lib/model.js';
 import { links } from '../lib/route.js';
+import { STATUS } from '../lib/vocab.js';
 import { historyChart } from './chart.js';
 import { suspectBadge, unreviewedBadge } from './review.js';
 import { commitLink, statusBadge } from './submission.js';
@@ -76,7 +78,7 @@ function correctness(c) {
 
 /** Why an attempt ended as it did: a failure's error (its status says failed), else the judge's reason. */
 function attemptReason(s) {
-  if (s.error && (s.status === 'failed' || s.status === 'cancelled')) return `${s.error.code}: ${s.error.message}`;
+  if (s.error && (s.status === STATUS.FAILED || s.status === STATUS.CANCELLED)) return `${s.error.code}: ${s.error.message}`;
   return s.result?.reason ?? s.error?.message ?? '—';
 }
 
@@ -165,18 +167,36 @@ function header(id, desc, located, board) {
   );
 }
 
+/** The score stat: ratio and interval, the basis when not side by side, against the reference. */
+function scoreStat(entry, board) {
+  const s = entry?.score ?? null;
+  const { ratio, interval } = formatScore(s);
+  const reference = board?.referenceId ? board.referenceId.split('/')[4] : null;
+  const basis = { side_by_side: 'measured side by side', reference: 'the pinned reference', absolute: '≈ estimate from absolute values' }[s?.basis] ?? '';
+  const value = s ? `${s.basis === 'absolute' ? '≈ ' : ''}${ratio}` : '—';
+  return stat('speed-up', h('span', { class: 'score' }, value, interval ? h('span', { class: 'interval muted small' }, ` (${interval})`) : null), reference ? `over ${reference}${basis ? ` · ${basis}` : ''}` : 'no reference');
+}
+
 function stats(metric, best, current, scoreboard, located, scale, now) {
   const entry = located?.entry;
   const value = (s) => (s ? `${formatScaled(s.value, scale)} ${scale.unit}` : '—');
+  const device = entry?.device ? ` · on ${entry.device}` : '';
   return h(
     'div',
     { class: 'stats' },
-    stat('best', value(best), best ? `${formatSpread(best.p10, best.p90, best.value)} · ${best.submitter ?? '?'} · ${formatRelative(best.at, now)}` : 'no accepted result yet'),
+    stat('best', value(best), best ? `${formatSpread(best.p10, best.p90, best.value)} · ${best.submitter ?? '?'} · ${formatRelative(best.at, now)}${device}` : 'no accepted result yet'),
     stat('current', value(current), current ? `${current.submitter ?? '?'} · ${formatRelative(current.at, now)}` : null),
-    stat('rank', entry?.rank ? `#${entry.rank}${entry.tie ? ' ≈' : ''}` : '—', located?.board ? `of ${located.board.entries.length} on ${located.board.key}` : null),
-    stat('speed-up', entry?.speedup ? formatSpeedup(entry.speedup) : '—', located?.board?.referenceId ? `vs ${located.board.referenceId.split('/')[4]}` : 'no reference'),
+    stat('rank', entry?.rank ? h('span', {}, `#${entry.rank} `, entry.tie ? h('span', { class: 'tie', title: `shares rank ${entry.rank}: the speed-ups' 95 % intervals overlap` }, 'tie') : null) : '—', located?.board ? `of ${located.board.entries.length} on ${located.board.key}` : null),
+    scoreStat(entry, located?.board),
     stat('accepted', formatNumber(scoreboard.accepted_count ?? located?.kernel.acceptedCount ?? 0), describeMetric(metric, scale.unit)),
   );
+}
+
+/** What index.json knows of the kernel's results, by submission: its history rows, best and current. */
+function knownResults(kernel) {
+  if (!kernel) return [];
+  const rows = kernel.history.map((r) => ({ submission: r.submission, score: scoreOf(r.score), p10: r.spread?.p10 ?? null, p90: r.spread?.p90 ?? null }));
+  return [...rows, kernel.best, kernel.current].filter(Boolean);
 }
 
 export function createKernelView() {
@@ -210,11 +230,11 @@ export function createKernelView() {
     const desc = detail.desc ?? {};
     const scoreboard = detail.scoreboard ?? detail.bench_result ?? {};
     const metric = { name: 'value', better: 'lower', unit: '', ...(desc.metric ?? scoreboard.metric ?? history.metric ?? {}) };
-    const best = normaliseScore(scoreboard.best ?? history.best);
-    const current = normaliseScore(scoreboard.current ?? history.current);
-    const points = listOf(history, 'history').filter((p) => !p.disqualified);
-    const scale = chooseScale([best?.value, current?.value, ...points.map((p) => p.value)].filter(Number.isFinite), metric.unit);
+    const best = scoreboardEntry(scoreboard.best);
+    const current = scoreboardEntry(scoreboard.current);
     const located = indexStore.index ? locateKernel(indexStore.index, id) : null;
+    const points = withIntervals(listOf(history, 'history').filter((p) => !p.disqualified), knownResults(located?.kernel), metric.better);
+    const scale = chooseScale([best?.value, current?.value, ...points.map((p) => p.value)].filter(Number.isFinite), metric.unit);
     const now = Date.now();
     fill(root, 
       header(id, desc, located, detail.board),

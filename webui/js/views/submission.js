@@ -5,13 +5,16 @@ import { api, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { live } from '../live.js';
 import { TERMINAL, describeEvent, flattenSubmission, timeline } from '../lib/events.js';
-import { chooseScale, formatBytes, formatRelative, formatScaled, formatSpeedup, formatTimestamp, shortId } from '../lib/format.js';
+import { chooseScale, formatBytes, formatInterval, formatRelative, formatScaled, formatSpeedup, formatTimestamp, shortId } from '../lib/format.js';
 import { samplesOf } from '../lib/model.js';
 import { links } from '../lib/route.js';
 import { comparisonOf } from '../lib/verdict.js';
+import { STATUS } from '../lib/vocab.js';
 import { suspectBadge, suspectReasons } from './review.js';
 
-const STATUS_TONE = { queued: 'info', running: 'warn', accepted: 'good', committed: 'good', rejected: 'bad', failed: 'bad', cancelled: 'muted' };
+const { QUEUED, RUNNING, ACCEPTED, COMMITTED, REJECTED, FAILED, CANCELLED, CONFIRMED, DISPUTED } = STATUS;
+const STATUS_TONE = { [QUEUED]: 'info', [RUNNING]: 'warn', [ACCEPTED]: 'good', [COMMITTED]: 'good', [CONFIRMED]: 'good', [REJECTED]: 'bad', [FAILED]: 'bad', [DISPUTED]: 'bad', [CANCELLED]: 'muted' };
+const MEASURED = new Set([ACCEPTED, COMMITTED, REJECTED]); // statuses whose run was measured and judged
 const FALLBACK_MS = 5000; // re-read a running submission this often while the live feed is down
 
 /** A badge for a submission status. */
@@ -84,23 +87,49 @@ function resultSection(d, result, best) {
 }
 
 function interval(pair) {
-  return pair ? `${formatSpeedup(pair[0])}–${formatSpeedup(pair[1])}` : '—';
+  return pair ? formatInterval(pair[0], pair[1]) : '—';
 }
 
-/** Per workload: this run, what it was set against, and the speed-up (with its interval). */
+const HEADINGS = {
+  incumbent: 'Side by side with the incumbent',
+  reference: "Side by side with the board's reference",
+  best: 'Against the current best',
+};
+
+/** The overall figures: the verdict against the incumbent (or the best), and the score. */
+function overall(c) {
+  const speed = (x) => formatSpeedup(x);
+  const verdict = c.speedup !== null ? `overall ${speed(c.speedup)}${c.interval ? ` (interval ${interval(c.interval)})` : ''}${c.outcome ? ` · ${c.outcome.replaceAll('_', ' ')}` : ''}` : null;
+  const score = c.score ? `score ${speed(c.score.speedup)}${c.score.interval ? ` (interval ${interval(c.score.interval)})` : ''} over the board's reference` : null;
+  return [verdict, score].filter(Boolean).map((line, i) => h('p', { class: `muted small${i && verdict ? ' score-line' : ''}` }, line));
+}
+
+/**
+ * Per workload: this run, what it was set against (the incumbent, or the board's best), and
+ * the speed-up with its interval; the board's reference and the speed-up over it beside them
+ * where the judge measured it.
+ */
 function comparisonTable(c, scale) {
   if (!c) return null;
-  const them = c.against === 'incumbent' ? 'incumbent' : 'current best';
   const speed = (x) => (x === null ? '—' : formatSpeedup(x));
   const tone = (x) => (x === null ? '' : x > 1 ? ' up' : x < 1 ? ' down' : '');
+  const them = c.against === 'best' ? 'current best' : 'incumbent';
+  const own = c.against !== 'reference';
+  const heads = [['workload', null], [`this run (${scale.unit})`, null], ...(own ? [[`${them} (${scale.unit})`, null], ['speed-up', `over the ${them}`], ['interval', '95 %']] : []), ...(c.withReference ? [[`reference (${scale.unit})`, "the board's pinned reference, measured beside this run"], ['vs reference', 'speed-up over the reference'], ['interval', '95 %']] : [])];
+  const cells = (r) => [
+    h('td', { class: 'mono' }, r.name),
+    h('td', { class: 'num strong' }, formatScaled(r.value, scale)),
+    ...(own ? [h('td', { class: 'num' }, formatScaled(r.other, scale)), h('td', { class: `num${tone(r.speedup)}` }, speed(r.speedup)), h('td', { class: 'num muted' }, interval(r.interval))] : []),
+    ...(c.withReference ? [h('td', { class: 'num col-reference' }, formatScaled(r.reference, scale)), h('td', { class: `num${tone(r.referenceSpeedup)}` }, speed(r.referenceSpeedup)), h('td', { class: 'num muted' }, interval(r.referenceInterval))] : []),
+  ];
   return h(
     'div',
     { class: 'comparison' },
-    h('h3', {}, c.against === 'incumbent' ? 'Side by side with the incumbent' : 'Against the current best'),
-    c.speedup !== null ? h('p', { class: 'muted small' }, `overall ${speed(c.speedup)}${c.interval ? ` (interval ${interval(c.interval)})` : ''}${c.outcome ? ` · ${c.outcome.replaceAll('_', ' ')}` : ''}`) : null,
+    h('h3', {}, c.withReference && c.against === 'incumbent' ? "Side by side with the incumbent and the board's reference" : HEADINGS[c.against]),
+    overall(c),
     h('div', { class: 'table-wrap' }, h('table', { class: 'dense compare' },
-      h('thead', {}, h('tr', {}, ['workload', `this run (${scale.unit})`, `${them} (${scale.unit})`, 'speed-up', 'interval'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null }, t)))),
-      h('tbody', {}, c.rows.map((r) => h('tr', {}, h('td', { class: 'mono' }, r.name), h('td', { class: 'num strong' }, formatScaled(r.value, scale)), h('td', { class: 'num' }, formatScaled(r.other, scale)), h('td', { class: `num${tone(r.speedup)}` }, speed(r.speedup)), h('td', { class: 'num muted' }, interval(r.interval))))),
+      h('thead', {}, h('tr', {}, heads.map(([text, title], i) => h('th', { scope: 'col', class: i ? 'num' : null, title }, text)))),
+      h('tbody', {}, c.rows.map((r) => h('tr', {}, cells(r)))),
     )),
   );
 }
@@ -108,7 +137,7 @@ function comparisonTable(c, scale) {
 /** The board's best to set a run against when its judge measured no incumbent (null: none). */
 async function bestFor(d, doc, signal) {
   const measured = (doc?.workloads ?? []).filter((w) => Number.isFinite(w.value));
-  if (!['rejected', 'accepted', 'committed'].includes(d.status) || measured.length === 0 || measured.some((w) => w.incumbent)) return null;
+  if (!MEASURED.has(d.status) || measured.length === 0 || measured.some((w) => w.incumbent || w.reference)) return null;
   try {
     const best = (await api.kernel(d.kernel_id, signal))?.scoreboard?.best ?? null;
     return best && best.submission_id !== d.submission_id ? best : null;
