@@ -13,6 +13,10 @@ import { statusBadge } from './submission.js';
 const FEED_SHOWN = 100;
 const RUNNER_REFRESH_MS = 10000;
 const STALE_HEARTBEAT_MS = 60000;
+// GET /api/runners' states: liveness is the API's (heartbeats are not in the log, so not in index.json).
+const LIVE = new Set(['idle', 'busy']);
+const RUNNER_TONE = { idle: 'good', busy: 'warn', gone: 'bad', deregistered: 'muted' };
+const RUNNER_NOTE = { gone: 'no heartbeat for too long: the runner is presumed gone', deregistered: 'the runner said goodbye' };
 
 function feedRow(message, now) {
   const e = describeEvent(message);
@@ -33,10 +37,11 @@ function feedRow(message, now) {
   );
 }
 
-/** The index's queue plus every arch a runner serves or a board has, at zero. */
+/** The index's queue plus every arch a live runner serves or a board has, at zero. */
 function queueRows(index, runners) {
   const rows = new Map(index.queue.map((q) => [q.arch, q]));
-  const arches = [...(runners ?? index.runners).filter((r) => r.state !== 'deregistered').flatMap((r) => r.arches ?? []), ...index.boards.map((b) => b.arch)];
+  const live = Array.isArray(runners) ? runners.filter((r) => LIVE.has(r.state)) : [];
+  const arches = [...live.flatMap((r) => r.arches ?? []), ...index.boards.map((b) => b.arch)];
   for (const arch of arches) if (!rows.has(arch)) rows.set(arch, { arch, queued: 0, running: 0 });
   return [...rows.values()].sort((a, b) => (a.arch < b.arch ? -1 : 1));
 }
@@ -62,14 +67,13 @@ function runnersTable(runners, now) {
           const beat = parseTime(r.lastHeartbeatAt);
           const age = beat === null ? null : Math.max(0, now - beat);
           const stale = age === null || age > STALE_HEARTBEAT_MS;
-          const device = typeof r.device === 'string' ? r.device : r.device?.name ?? r.device?.model ?? '—';
           return h(
             'tr',
             {},
             h('td', { class: 'mono' }, r.id),
             h('td', { class: 'mono' }, (r.arches ?? []).join(', ')),
-            h('td', {}, device),
-            h('td', {}, badge(r.state ?? 'unknown', r.state === 'busy' ? 'warn' : r.state === 'idle' ? 'good' : 'muted')),
+            h('td', {}, r.device || '—'),
+            h('td', {}, badge(r.state ?? 'unknown', RUNNER_TONE[r.state] ?? 'muted', RUNNER_NOTE[r.state])),
             h('td', { class: `num${stale ? ' stale' : ''}`, title: r.lastHeartbeatAt ? formatTimestamp(r.lastHeartbeatAt) : null }, age === null ? 'never' : `${formatDuration(age)} ago`),
           );
         }),
@@ -110,15 +114,16 @@ export function createActivityView() {
     replaceKeepingFocus(slots.feed, shown.length ? h('ol', { class: 'feed', 'aria-label': 'live events, newest first' }, shown.map((m) => feedRow(m, now))) : empty('Waiting for events…', 'New submissions, claims, results and commits appear here as they happen.'));
   }
 
+  /** Runners from GET /api/runners only: it alone knows their heartbeats. */
   function renderRunners() {
-    const list = runners ?? indexStore.index?.runners ?? null;
-    fill(slots.runners, list ? runnersTable(list, Date.now()) : loading('Loading runners'));
+    if (runners instanceof Error) return fill(slots.runners, failure(runners, () => loadRunners()));
+    fill(slots.runners, runners ? runnersTable(runners, Date.now()) : loading('Loading runners'));
   }
 
   function renderSide() {
     const now = Date.now();
     const index = indexStore.index;
-    fill(slots.queue, index ? queueCards(queueRows(index, runners)) : indexStore.error ? failure(indexStore.error, () => indexStore.load()) : loading('Loading the queue'));
+    fill(slots.queue, index ? queueCards(queueRows(index, runners instanceof Error ? null : runners)) : indexStore.error ? failure(indexStore.error, () => indexStore.load()) : loading('Loading the queue'));
     renderRunners();
     replaceKeepingFocus(slots.subs, subs instanceof Error ? failure(subs, () => loadSubs()) : subs ? submissionsTable(subs, now) : loading('Loading submissions'));
   }
@@ -129,7 +134,7 @@ export function createActivityView() {
       runners = normaliseRunners(listOf(body, 'runners'));
     } catch (error) {
       if (error.name === 'AbortError') return;
-      runners = null; // fall back to the index's runners
+      runners = error; // said as such: the index's runners know nothing of liveness
     }
     renderSide();
   }
