@@ -432,6 +432,11 @@ def test_runner_cancellation_outcome_cancels() -> None:
         (document(name="throughput"), "metric.name"),
         (document(unit="ms"), "metric.unit"),
         (document(better="higher"), "metric.better"),
+        (
+            {**document(), "workloads": [{"name": "w", "stats": {"samples": [1.0, "x"]}}]},
+            "workloads[0].stats.samples[1] must be a finite number, got 'x'",
+        ),
+        ({**document(), "score": {"interval": [1.0]}}, "score.interval"),
     ],
 )
 def test_ill_formed_results_fail_as_invalid_result(result: Any, problem: str) -> None:

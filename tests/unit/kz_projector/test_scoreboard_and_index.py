@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,7 +19,7 @@ from kz_events.events import (
     SubmissionDisqualified,
     SubmissionSubmitted,
 )
-from kz_events.result import Metric
+from kz_events.result import Metric, ResultDocument
 from kz_package.schemas import validate
 from kz_package.yaml_safe import load_yaml
 from kz_projector.index import (
@@ -27,6 +28,7 @@ from kz_projector.index import (
     fold_index,
     headline_spread,
     render_index,
+    score_of,
     with_facts,
 )
 from kz_projector.scoreboard import (
@@ -319,3 +321,25 @@ def test_a_headline_without_usable_stats_has_no_spread(workloads: list[Any]) -> 
         None,
         None,
     )
+
+
+GOLDEN = Path(__file__).parents[1] / "kz_events" / "golden"
+
+
+@pytest.mark.parametrize(
+    ("name", "spread"), [("result_v1.json", (41.0, 42.0)), ("result_v2.json", (40.9, 42.8))]
+)
+def test_the_index_reads_a_stored_document_and_its_typed_view_alike(
+    name: str, spread: tuple[float, float]
+) -> None:
+    """Spread and score are the same from the stored JSON and from its typed view; a version 1
+    document has no score, a version 2 one its side-by-side score."""
+    stored = json.loads((GOLDEN / name).read_text())
+    view = ResultDocument.of(stored)
+    assert headline_spread(stored) == headline_spread(view) == spread
+    assert score_of(stored) == score_of(view)
+    score = score_of(view)
+    if view.schema_version == 1:
+        assert score is None
+    else:
+        assert score is not None and (score.speedup, score.low, score.high) == (2.0, 1.93, 2.07)
