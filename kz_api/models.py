@@ -307,6 +307,7 @@ class TaskOffer(_Out, frozen=True, kw_only=True):
     heartbeat_s: float
     task_timeout_s: float
     step_timeout_s: float
+    confirms: str | None = None  # a confirmation run of this accepted submission
 
 
 class HeartbeatBody(_In, frozen=True, kw_only=True):

@@ -110,10 +110,11 @@ def _offer(ctx: ApiContext, lease: TaskLease, auth: RunnerAuth) -> TaskOffer:
         package_url=f"{base}/package",
         package_digest=lease.package_digest,
         package_size=lease.package_size,
-        judge_url=None if lease.new_kernel else f"{base}/judge",
+        judge_url=f"{base}/judge",  # a new kernel's is its board's pinned reference
         heartbeat_s=settings.heartbeat_s,
         task_timeout_s=settings.task_timeout_s,
         step_timeout_s=settings.step_timeout_s,
+        confirms=lease.confirms,
     )
 
 

@@ -65,6 +65,7 @@ class TaskLease:
     package_digest: str = ""
     package_size: int = 0
     new_kernel: bool = False
+    confirms: str | None = None  # a confirmation run: the accepted submission it runs again
 
     @property
     def arch(self) -> str:
@@ -190,6 +191,7 @@ class LeaseService:
             package_digest=task.package_digest,
             package_size=task.package_size,
             new_kernel=task.new_kernel,
+            confirms=task.confirms,
         )
 
     async def _refused(

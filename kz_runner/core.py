@@ -218,7 +218,8 @@ class Runner:
             except PackageError as exc:
                 return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
             task.phase = "run"
-            incumbent = write_incumbent(incumbent_files(bundle), Path(f"{base}.incumbent"))
+            mains = {} if task.lease.confirms else incumbent_files(bundle)  # see Lease.confirms
+            incumbent = write_incumbent(mains, Path(f"{base}.incumbent"))
             reference = write_incumbent(reference_files(bundle), Path(f"{base}.reference"))
             spec = TaskSpec(
                 kernel_id=KernelId.parse(task.lease.kernel_id),

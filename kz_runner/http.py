@@ -64,6 +64,7 @@ class HttpTransport:
             lease_id=task["lease_id"],
             package_digest=task["package_digest"],
             package_size=task.get("package_size"),  # small packages are read in memory
+            confirms=task.get("confirms"),
             handle=task,
         )
 

@@ -62,6 +62,7 @@ class NativeTransport:
             package_digest=claimed.package_digest,
             package_size=claimed.package_size,
             new_kernel=claimed.new_kernel,
+            confirms=claimed.confirms,
             handle=claimed,
         )
 

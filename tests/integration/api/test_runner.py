@@ -79,7 +79,12 @@ async def test_claim_without_task_is_204_and_unknown_runner_404(api: Api) -> Non
 async def test_claim_heartbeat_result_flow(api: Api) -> None:
     """A claimed task appends `claimed`, heartbeats, downloads, and reports its result and log."""
     offer = await _claimed(api)
-    assert offer["attempt"] == 1 and offer["judge_url"] is None and offer["arch"] == "cpu"
+    assert offer["attempt"] == 1 and offer["arch"] == "cpu"
+    # A new kernel is offered its board's bundle too (its pinned reference); this board has none.
+    judge = await api.client.get(
+        offer["judge_url"], headers={**CPU, "X-Lease-Token": offer["lease_token"]}
+    )
+    assert judge.status_code == 404 and offer["confirms"] is None
     events = await stream_events(api.log)
     assert isinstance(events[-1], SubmissionClaimed) and events[-1].lease_id == offer["lease_id"]
     sid, token = offer["submission_id"], offer["lease_token"]
