@@ -524,6 +524,9 @@ def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
                 "submission": r.submission,
                 "disqualified": r.disqualified,
                 **({"suspect": True} if r.suspect else {}),
+                **({"score": r.score.doc()} if r.score else {}),
+                **({"spread": {"p10": r.p10, "p90": r.p90}} if r.p10 and r.p90 else {}),
+                **({"confirmation": r.confirmation} if r.confirmation else {}),
             }
             for r in info.history
         ],
