@@ -9,6 +9,7 @@ from kz_events.errors import (
     EventLogError,
     InvalidInput,
     InvalidKernelId,
+    InvalidResult,
     KzError,
     LogUnavailable,
     ObjectNotFound,
@@ -19,6 +20,7 @@ from kz_events.errors import (
 from kz_events.eventlog import EventLog, LogOptions, Stored
 from kz_events.events import Event, EventMeta, UnknownEvent, decode_event, encode_event, subject_of
 from kz_events.ids import Arch, Digest, KernelId, SubmissionId
+from kz_events.result import Metric, ResultDocument, decode_result
 from kz_events.server import EmbeddedServer
 
 __all__ = [
@@ -33,11 +35,14 @@ __all__ = [
     "EventMeta",
     "InvalidInput",
     "InvalidKernelId",
+    "InvalidResult",
     "KernelId",
     "KzError",
     "LogOptions",
     "LogUnavailable",
+    "Metric",
     "ObjectNotFound",
+    "ResultDocument",
     "RuleViolation",
     "ServerTooOld",
     "Stored",
@@ -45,6 +50,7 @@ __all__ = [
     "UnknownEvent",
     "UnknownEventType",
     "decode_event",
+    "decode_result",
     "encode_event",
     "subject_of",
 ]

@@ -10,6 +10,7 @@ import msgspec
 
 from kz_events.events import PackageSummary
 from kz_events.ids import KernelId
+from kz_events.result import Metric  # the one metric type, with its direction rule
 
 __all__ = ["PACKAGE_FILES", "Desc", "Metric", "Package", "Workload"]
 
@@ -17,14 +18,6 @@ __all__ = ["PACKAGE_FILES", "Desc", "Metric", "Package", "Workload"]
 PACKAGE_FILES = ("desc.yaml", "bench_result.yaml", "build_test_env.py", "benchmark.py")
 
 Language = Literal["cuda", "hip", "triton", "cutlass", "tilelang", "cpp", "python", "other"]
-
-
-class Metric(msgspec.Struct, frozen=True, kw_only=True):
-    """The headline metric: its name, unit and which direction is better."""
-
-    name: str
-    unit: str
-    better: Literal["lower", "higher"]
 
 
 class Workload(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,7 +48,7 @@ class Desc(msgspec.Struct, frozen=True, kw_only=True):
         return PackageSummary(
             title=self.title,
             language=self.language,
-            metric={k: str(v) for k, v in msgspec.structs.asdict(self.metric).items()},
+            metric=self.metric.fields(),
         )
 
     @classmethod

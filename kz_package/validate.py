@@ -241,8 +241,8 @@ def _bench_checks(bench: dict[str, Any], desc: Desc) -> Found:
         msg = f"must equal desc.yaml's kernel_id {desc.kernel_id}, got {bench['kernel_id']}"
         found.append((INVALID_KERNEL_ID, Problem(_BENCH, "kernel_id", msg)))
     metric = bench.get("metric")
-    if metric is not None and metric != msgspec.to_builtins(desc.metric):
-        msg = f"must equal desc.yaml's metric {msgspec.to_builtins(desc.metric)}, got {metric}"
+    if metric is not None and metric != desc.metric.fields():
+        msg = f"must equal desc.yaml's metric {desc.metric.fields()}, got {metric}"
         found.append((INVALID_PACKAGE, Problem(_BENCH, "metric", msg)))
     return found
 
