@@ -118,7 +118,7 @@ class Stats(_Part, frozen=True, kw_only=True):
     max: float | None = None
     p10: float | None = None
     p90: float | None = None
-    samples: tuple[float, ...] | int | None = None  # every sample, or (version 1) their count
+    samples: tuple[float, ...] | int | None = None  # every sample, or only their count
     sem: float | None = None
     n: int | None = None
     unit: str | None = None
