@@ -24,6 +24,8 @@ __all__ = [
     "CommitDoc",
     "CommitRow",
     "Commits",
+    "ConfirmationDoc",
+    "ConfirmationMark",
     "DisqualifyBody",
     "ErrorInfo",
     "EventRow",
@@ -121,6 +123,20 @@ class ErrorInfo(_Out, frozen=True, kw_only=True):
     message: str
 
 
+ConfirmationMark = Literal["unconfirmed", "confirmed", "disputed"]
+
+
+class ConfirmationDoc(_Out, frozen=True, kw_only=True):
+    """The confirmation run of an accepted result that took rank 1 on its board: its id and
+    status, the mark it gives the result (as index.json has it: `unconfirmed` while the run is
+    open or when it failed, then `confirmed` or `disputed`) and its verdict's sentence."""
+
+    submission_id: str
+    status: str
+    mark: ConfirmationMark
+    reason: str | None = None
+
+
 class StatusDoc(_Out, frozen=True, kw_only=True):
     submission_id: str
     kernel_id: str
@@ -138,6 +154,10 @@ class StatusDoc(_Out, frozen=True, kw_only=True):
     queue_position: int | None = None
     disqualified: str | None = None
     suspect: SuspectDoc | None = None
+    # A confirmation run: the accepted submission it measures again.
+    confirms: str | None = None
+    # An accepted result that was run again: its confirmation run and what it found.
+    confirmation: ConfirmationDoc | None = None
 
 
 class EventRow(_Out, frozen=True, kw_only=True):

@@ -160,6 +160,7 @@ class ReadModels:
         self.open_digests: dict[tuple[str, str], str] = {}
         self.idempotency: dict[tuple[str, str], str] = {}
         self.stored_packages: set[str] = set()  # digests a `submitted` event vouches for
+        self.confirmations: dict[str, str] = {}  # accepted submission → its confirmation run
         self.leases: dict[str, KernelLease] = {}
         self.known_kernels: set[str] = set()
         self.history: dict[str, KernelHistory] = {}
@@ -240,6 +241,8 @@ class ReadModels:
         arch = KernelId.parse(event.kernel_id).arch
         self.submissions[event.submission_id] = SubmissionView(SubmissionState(), event, arch)
         self.stored_packages.add(event.package_digest)
+        if event.confirms is not None:  # one per result: the first the log names stands
+            self.confirmations.setdefault(event.confirms, event.submission_id)
         if event.idempotency_key:
             self.idempotency[(event.submitter_id, event.idempotency_key)] = event.submission_id
 

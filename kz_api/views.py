@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 from kz_api.models import (
     Commits,
+    ConfirmationDoc,
+    ConfirmationMark,
     ErrorInfo,
     EventRow,
     HistoryRow,
@@ -18,10 +20,11 @@ from kz_api.models import (
     SuspectReasonDoc,
 )
 from kz_api.readmodel import HistoryEntry, ReadModels, RunnerView, SubmissionView
-from kz_events.lifecycle import KernelLease, SubmissionState
+from kz_events.lifecycle import KernelLease, Status, SubmissionState
 from kz_events.result import ResultDocument, stored_result
 
 __all__ = [
+    "confirmation_doc",
     "detail_doc",
     "history_row",
     "is_suspect",
@@ -61,6 +64,32 @@ def suspect_doc(state: SubmissionState) -> SuspectDoc | None:
     return SuspectDoc(reasons=reasons, cleared=cleared, cleared_reason=state.suspect_cleared)
 
 
+_MARKS: dict[Status, ConfirmationMark] = {
+    Status.CONFIRMED: "confirmed",
+    Status.DISPUTED: "disputed",
+}
+
+
+def confirmation_doc(view: SubmissionView, models: ReadModels) -> ConfirmationDoc | None:
+    """The confirmation run of an accepted result, when one was opened: a run that has not
+    ended, or failed, leaves the result unconfirmed; its verdict's sentence once it ended, or
+    why it failed."""
+    run_id = models.confirmations.get(view.id)
+    run = models.submissions.get(run_id) if run_id is not None else None
+    if run is None:
+        return None
+    status = run.state.status
+    mark: ConfirmationMark = _MARKS.get(status, "unconfirmed")
+    summary = _result(run) if mark != "unconfirmed" else None
+    reason = summary.reason if summary is not None else run.state.error_message
+    return ConfirmationDoc(
+        submission_id=run.id,
+        status=str(status),
+        mark=mark,
+        reason=reason,
+    )
+
+
 def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True) -> StatusDoc:
     state = view.state
     commits = None
@@ -86,6 +115,8 @@ def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True
         queue_position=models.queue_position(view),
         disqualified=state.disqualified,
         suspect=suspect_doc(state),
+        confirms=state.confirms,
+        confirmation=confirmation_doc(view, models),
     )
 
 

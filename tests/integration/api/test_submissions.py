@@ -6,15 +6,32 @@ from __future__ import annotations
 import hashlib
 import io
 import tarfile
+import uuid
 from typing import Any
 
+import msgspec
 import pytest
-from api_helpers import KERNEL, Api, accept, import_kernel, put_judge, stream_events, tarball
+from api_helpers import (
+    KERNEL,
+    RESULT_DOC,
+    Api,
+    accept,
+    import_kernel,
+    meta,
+    put_judge,
+    seed,
+    stream_events,
+    tarball,
+)
 
 from kz_events.events import (
     PackageSummary,
     SubmissionCancelled,
+    SubmissionClaimed,
+    SubmissionConfirmed,
     SubmissionDisqualified,
+    SubmissionFailed,
+    SubmissionResult,
     SubmissionSubmitted,
 )
 from kz_events.subjects import PACKAGES_BUCKET
@@ -234,3 +251,71 @@ async def test_disqualify_rules(api: Api) -> None:
     assert isinstance((await stream_events(api.log))[-1], SubmissionDisqualified)
     empty = await api.client.post(url, json={}, headers={"X-Submitter-Id": "maintainer"})
     assert empty.status_code == 400 and _code(empty) == "invalid_input"
+
+
+async def _confirmation_run(api: Api, sid: str) -> str:
+    """Open a confirmation run of accepted `sid` as the referee does: the same package."""
+    run = str(uuid.uuid4())
+    submitted = msgspec.structs.replace(
+        api.ctx.models.submissions[sid].submitted,
+        **meta("projector"),
+        submission_id=run,
+        idempotency_key=None,
+        confirms=sid,
+        avoid_runner="r1",
+    )
+    await seed(api, submitted)
+    return run
+
+
+async def _status(api: Api, sid: str) -> dict[str, Any]:
+    detail = (await api.client.get(f"/api/submissions/{sid}")).json()
+    return dict(detail["submission"])
+
+
+async def test_a_confirmation_run_and_the_result_it_confirms_name_each_other(api: Api) -> None:
+    """A confirmation run's status names the result it confirms (`confirms`); the result's names
+    its run, the mark the run gives it (unconfirmed while open or once failed, then confirmed or
+    disputed) and the run's verdict."""
+    sid = (await api.submit(tarball())).json()["submission_id"]
+    await accept(api, sid)
+    assert (await _status(api, sid))["confirmation"] is None
+    run = await _confirmation_run(api, sid)
+    opened = await _status(api, run)
+    assert opened["confirms"] == sid and opened["confirmation"] is None
+    assert (await _status(api, sid))["confirmation"] == {
+        "submission_id": run, "status": "queued", "mark": "unconfirmed", "reason": None,
+    }  # fmt: skip
+    ids = {"submission_id": run, "kernel_id": KERNEL}
+    reason = "agrees: 1.5x the reference (1.45-1.55x) on this run, 1.5x on the confirmed one"
+    for event in (
+        SubmissionClaimed(**meta("r2"), **ids, runner_id="r2", attempt=1, lease_id="L2"),
+        SubmissionResult(**meta("r2"), **ids, runner_id="r2", attempt=1, lease_id="L2",
+                         outcome="accepted", result=RESULT_DOC),
+        SubmissionConfirmed(**meta("referee"), **ids, confirms=sid, reason=reason,
+                            result={**RESULT_DOC, "reason": reason}),
+    ):  # fmt: skip
+        await seed(api, event)
+    assert (await _status(api, sid))["confirmation"] == {
+        "submission_id": run, "status": "confirmed", "mark": "confirmed", "reason": reason,
+    }  # fmt: skip
+    ended = await _status(api, run)
+    assert ended["status"] == "confirmed" and ended["confirms"] == sid
+    assert ended["result"]["reason"] == reason
+    listed = (await api.client.get("/api/submissions", params={"kernel_id": KERNEL})).json()
+    by_id = {item["submission_id"]: item for item in listed["items"]}
+    assert by_id[run]["confirms"] == sid and by_id[sid]["confirmation"]["mark"] == "confirmed"
+
+    # A run that fails leaves the result unconfirmed, and says why.
+    other = (await api.submit(tarball(src="y = 2\n"))).json()["submission_id"]
+    await accept(api, other, value=11.0)
+    failed = await _confirmation_run(api, other)
+    await seed(
+        api,
+        SubmissionFailed(**meta("referee"), submission_id=failed, kernel_id=KERNEL,
+                         code="timed_out", reason="the task ran past its time limit"),
+    )  # fmt: skip
+    assert (await _status(api, other))["confirmation"] == {
+        "submission_id": failed, "status": "failed", "mark": "unconfirmed",
+        "reason": "the task ran past its time limit",
+    }  # fmt: skip
