@@ -39,6 +39,7 @@ __all__ = [
     "KernelList",
     "LeaseDoc",
     "NatsDoc",
+    "PinReferenceBody",
     "QueueDepth",
     "RebaseAnswer",
     "RegisterAnswer",
@@ -484,4 +485,13 @@ class BoardList(_Out, frozen=True, kw_only=True):
 
 class ReviewBoardBody(_In, frozen=True, kw_only=True):
     judge_kernel: Annotated[str, Meta(min_length=1, max_length=400)] | None = None
+    message: Reason = ""
+
+
+class PinReferenceBody(_In, frozen=True, kw_only=True):
+    """A maintainer's new pinned reference for a board: a kernel of it, at one of its commits
+    on main (default: its newest)."""
+
+    kernel_id: Annotated[str, Meta(min_length=1, max_length=400)]
+    commit: Annotated[str, Meta(pattern=r"^[0-9a-f]{40}$")] | None = None
     message: Reason = ""

@@ -185,7 +185,7 @@ def _dedupe(subjects: Sequence[str]) -> tuple[str, ...]:
 def _api() -> Permissions:
     publish = [
         *_events("submission", _SUBMISSION_BY_API),
-        *_events("kernel", ("claimed", "released", "board_reviewed")),
+        *_events("kernel", ("claimed", "released", "board_reviewed", "reference_pinned")),
         *_events("runner", ("registered", "deregistered")),
         "kz.live.>",
         *_js_common(),

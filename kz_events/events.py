@@ -30,6 +30,7 @@ __all__ = [
     "KernelReleased",
     "LiveEvent",
     "PackageSummary",
+    "ReferencePinned",
     "RunnerDeregistered",
     "RunnerEvent",
     "RunnerHeartbeat",
@@ -288,6 +289,15 @@ class BoardReviewed(_KernelBase, frozen=True, kw_only=True, tag="board_reviewed"
     message: str = ""
 
 
+class ReferencePinned(_KernelBase, frozen=True, kw_only=True, tag="reference_pinned"):
+    """A maintainer pinned the `src/` of `kernel_id` as `commit` holds it as its board's
+    reference, in place of the board's first kernel as first committed. Scores measured
+    against the previous reference are shown as estimates from then on."""
+
+    commit: str
+    message: str = ""
+
+
 # --- runner aggregate -----------------------------------------------------------------------
 
 
@@ -353,7 +363,7 @@ SubmissionEvent = (
     | SubmissionSuspected
     | SubmissionSuspectCleared
 )
-KernelEvent = KernelImported | KernelClaimed | KernelReleased | BoardReviewed
+KernelEvent = KernelImported | KernelClaimed | KernelReleased | BoardReviewed | ReferencePinned
 RunnerEvent = RunnerRegistered | RunnerDeregistered
 LiveEvent = TaskHeartbeat | RunnerHeartbeat
 Event = SubmissionEvent | KernelEvent | RunnerEvent | LiveEvent
@@ -376,6 +386,7 @@ EVENT_CLASSES: tuple[type[_Base], ...] = (
     KernelClaimed,
     KernelReleased,
     BoardReviewed,
+    ReferencePinned,
     RunnerRegistered,
     RunnerDeregistered,
     TaskHeartbeat,

@@ -16,14 +16,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from dulwich.objects import Commit as GitCommit
+from dulwich.objects import ObjectID
 from dulwich.repo import BaseRepo
 
 from kz_events.aio import stop_tasks
 from kz_events.commands import Submission, execute
 from kz_events.config import Settings
 from kz_events.errors import RuleViolation
-from kz_events.events import Event, EventMeta, SubmissionAccepted, UnknownEvent
+from kz_events.events import Event, EventMeta, ReferencePinned, SubmissionAccepted, UnknownEvent
 from kz_events.fanout import Follower
+from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL, Commit, Status, SubmissionState, evolve
 from kz_events.port import LogPort, Stored
 from kz_events.screen import Screen
@@ -33,7 +36,9 @@ from kz_projector.gitstore import FileMap, Person, close_repo, open_repo
 from kz_projector.packages import (
     ObjectStorePackages,
     PackageSource,
+    files_of_tree,
     judge_bundle,
+    kernel_ids_of_tree,
     main_files,
     put_judge_bundle,
     restore_judge_bundles,
@@ -140,6 +145,9 @@ class GitProjector:
             return None
         self._track(seq, event)
         applied = await self.fold.apply(seq, event)
+        if isinstance(event, ReferencePinned):
+            await self.flush()  # what the board's bundles are rebuilt from is on main
+            await self._repin(event)
         if applied is not None:
             self.unflushed.append(applied)
             if len(self.unflushed) >= self.batch:
@@ -176,6 +184,28 @@ class GitProjector:
             if self.judges.get(kernel_id) != judge:  # most commits leave the judge as it was
                 await put_judge_bundle(self.elog, kernel_id, judge_bundle(applied.files, reference))
                 self.judges[kernel_id] = judge
+
+    async def _repin(self, event: ReferencePinned) -> None:
+        """A maintainer's new reference for a board: its object, then every kernel bundle of
+        the board with the new `reference/` folder (runners get it from the next task on)."""
+        assert self.fold is not None
+        store = self.fold.writer
+        commit = store[ObjectID(event.commit.encode())]
+        assert isinstance(commit, GitCommit)
+        files = files_of_tree(store, commit.tree, event.kernel_id)
+        reference = await self.references.pin(event.kernel_id, event.commit, files)
+        root = self.fold.head_tree()
+        board = KernelId.parse(event.kernel_id).group
+        if root is None:
+            return
+        for kernel_id in kernel_ids_of_tree(store, root):
+            if KernelId.parse(kernel_id).group != board:
+                continue
+            mains = files_of_tree(store, root, kernel_id)
+            await put_judge_bundle(self.elog, kernel_id, judge_bundle(mains, reference))
+            self.judges[kernel_id] = {**main_files(mains), **reference}
+        log.info("git projector: %s pinned at %s as its board's reference", event.kernel_id,
+                 event.commit)  # fmt: skip
 
     async def catch_up(self) -> int:
         """Fold every event now in the log (starting if needed); returns the position."""

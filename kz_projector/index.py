@@ -23,6 +23,7 @@ from kz_events.events import (
     KernelImported,
     KernelReleased,
     PackageSummary,
+    ReferencePinned,
     RunnerDeregistered,
     RunnerRegistered,
     SubmissionAccepted,
@@ -114,6 +115,7 @@ class ValueRec:
     device: str | None = None
     # A result that took rank 1 is run again: unconfirmed until then, confirmed or disputed.
     confirmation: str | None = None
+    bench_commit: str | None = None  # the scoreboard commit that followed its source commit
 
     def doc(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -150,6 +152,13 @@ class BoardInfo:
     judge_kernel: str | None = None  # named by the latest review; else the first kernel's
     reference_commit: str | None = None  # the first kernel's first commit the log names
     reference_value: float | None = None  # its first accepted (or imported) value
+    pinned_kernel: str | None = None  # a maintainer's `reference_pinned`, in their place
+    pinned_seq: int = 0  # where it is in the log: scores measured before are estimates
+
+    @property
+    def reference(self) -> str | None:
+        """The kernel whose source is the board's pinned reference."""
+        return self.pinned_kernel or (self.kernels[0] if self.kernels else None)
 
     @property
     def judge(self) -> str | None:
@@ -170,8 +179,8 @@ class BoardInfo:
             "judge_kernel": self.judge,
             "kernels": list(self.kernels),
             "reference": (
-                {"kernel_id": self.kernels[0], "commit": self.reference_commit}
-                if self.kernels
+                {"kernel_id": self.reference, "commit": self.reference_commit}
+                if self.reference
                 else None
             ),
         }
@@ -303,7 +312,7 @@ def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -
         device=document.device,
     )
     board = _on_board(state, event.kernel_id, imported=False)
-    if board.kernels[0] == event.kernel_id and board.reference_value is None:
+    if board.reference == event.kernel_id and board.reference_value is None:
         board.reference_value = rec.value
     info.accepted[event.submission_id] = rec
     info.history = [*info.history, rec][-HISTORY_LENGTH:]
@@ -368,12 +377,24 @@ def _confirmation(state: IndexState, event: Event) -> None:
         rec.confirmation = event.type
 
 
+def _pinned(state: IndexState, seq: int, event: ReferencePinned) -> None:
+    """A maintainer's reference for the board: the kernel as `commit` holds it, with the
+    value its result at that commit had (the estimates of older scores are taken against it)."""
+    board = _on_board(state, event.kernel_id, imported=False)
+    info = state.kernels.get(event.kernel_id)
+    recs = [*info.accepted.values(), *info.history] if info else []
+    values = [rec.value for rec in recs if event.commit in (rec.commit, rec.bench_commit)]
+    board.pinned_kernel, board.pinned_seq = event.kernel_id, seq
+    board.reference_commit = event.commit
+    board.reference_value = values[0] if values else None
+
+
 def _committed(state: IndexState, event: SubmissionCommitted) -> None:
     rec = state.kernels[event.kernel_id].accepted.get(event.submission_id)
     if rec is not None:
-        rec.commit = event.source_commit
+        rec.commit, rec.bench_commit = event.source_commit, event.bench_result_commit
     board = state.boards.get(board_of(event.kernel_id))
-    if board and board.kernels[0] == event.kernel_id and board.reference_commit is None:
+    if board and board.reference == event.kernel_id and board.reference_commit is None:
         board.reference_commit = event.source_commit
     state.head_commit = event.bench_result_commit
 
@@ -408,7 +429,7 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
             bench = event.bench_result or {}
             info.seed = bench if "best" in bench else None
             seeded = (info.seed or {}).get("current") or (info.seed or {}).get("best")
-            if board.kernels[0] == event.kernel_id and board.reference_value is None:
+            if board.reference == event.kernel_id and board.reference_value is None:
                 value = seeded.get("value") if isinstance(seeded, dict) else None
                 board.reference_value = float(value) if _positive(value) else None
             facts = state.facts.get(event.package_digest)
@@ -429,6 +450,8 @@ def fold_index(state: IndexState, seq: int, event: Event | UnknownEvent) -> Inde
             board = _on_board(state, event.kernel_id, imported=False)
             board.reviewed, board.reviewed_by, board.reviewed_at = True, event.actor, at
             board.judge_kernel = event.kernel_id
+        case ReferencePinned():
+            _pinned(state, seq, event)
         case KernelClaimed() | KernelReleased():
             pass
         case _ if getattr(event, "aggregate", "") == "submission":
@@ -484,15 +507,16 @@ def _kernel_score(state: IndexState, info: KernelInfo) -> Score | None:
     reference, measured side by side; exactly 1 for the reference as pinned; else one
     estimated from the absolute values (the reference's pinned one over the kernel's)."""
     current = next(reversed(info.accepted.values())) if info.accepted else None
-    if current is not None and current.score is not None:
-        return current.score
     board = state.boards.get(board_of(info.kernel_id))
+    pinned_seq = board.pinned_seq if board else 0
+    if current is not None and current.score is not None and current.seq > pinned_seq:
+        return current.score  # measured against the reference pinned now
     doc = _current(info) or _best(info)
     value = doc.get("value") if doc else None
     if board is None or not board.kernels or not _positive(value):
         return None
     reference = board.reference_value
-    if board.kernels[0] == info.kernel_id and (current is None or value == reference):
+    if board.reference == info.kernel_id and (current is None or value == reference):
         return Score(1.0, 1.0, 1.0, "reference")
     if not _positive(reference):
         return None

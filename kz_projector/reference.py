@@ -78,3 +78,26 @@ class References:
             )
         self.known[board] = stored
         return stored
+
+    async def pin(
+        self, kernel_id: str, commit: str, files: FileMap
+    ) -> dict[str, tuple[int, bytes]]:
+        """Pin `files`' `src/` (kernel `kernel_id` as `commit` holds it) as its board's
+        reference, replacing the one pinned before (a maintainer's `reference_pinned`)."""
+        board = KernelId.parse(kernel_id).group
+        folder = reference_folder(kernel_id, commit, files)
+        out = io.BytesIO()
+        pack_files(folder, out)
+        await self.elog.put_object(
+            JUDGES_BUCKET, reference_key(board), out.getvalue(), replacing=True
+        )
+        self.known[board] = folder
+        return folder
+
+    async def pinned_at(self, kernel_id: str) -> tuple[str, str] | None:
+        """(kernel id, commit) the board of `kernel_id` is pinned to now, if it is."""
+        pinned = (await self.folder(kernel_id, None, {})).get(PINNED_FILE)
+        if pinned is None:
+            return None
+        doc = json.loads(pinned[1])
+        return str(doc.get("kernel_id")), str(doc.get("commit"))

@@ -14,16 +14,17 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from kz_api.auth import SubmitterDep, identify_submitter
 from kz_api.context import Ctx
 from kz_api.errors import ApiError
-from kz_api.models import BoardDoc, BoardList, ReviewBoardBody
+from kz_api.models import BoardDoc, BoardList, PinReferenceBody, ReviewBoardBody
 from kz_api.openapi import errors
 from kz_api.service import append_seen
 from kz_events.errors import ObjectNotFound
-from kz_events.events import BoardReviewed, EventMeta
+from kz_events.events import BoardReviewed, EventMeta, ReferencePinned
 from kz_events.ids import KernelId
 from kz_events.subjects import JUDGES_BUCKET, aggregate_filter, judge_key
 from kz_package import Limits, read_package
 from kz_package.judge import board_judge_changes
 from kz_projector.index import BoardInfo
+from kz_projector.repo_read import KernelRepo
 
 __all__ = ["BoardsController"]
 
@@ -138,6 +139,58 @@ class BoardsController(Controller):
             **EventMeta.now(submitter.id).fields(),
             kernel_id=str(kernel_id),
             message=data.message if data else "",
+        )
+        await append_seen(ctx, [event], expect=stored[-1][0] if stored else 0, expect_on=subject)
+        return board_doc(ctx.models.index.boards[board.key])
+
+    @post(
+        BOARD + "/reference",
+        status_code=200,
+        responses=errors(400, 401, 403, 404, 409),
+        summary="Pin the board's reference (maintainers only)",
+    )
+    async def pin_reference(
+        self,
+        ctx: Ctx,
+        submitter: SubmitterDep,
+        arch: FromPath[str],
+        op_class: FromPath[str],
+        sub_class: FromPath[str],
+        quant: FromPath[str],
+        data: JSONBody[PinReferenceBody],
+    ) -> BoardDoc:
+        """The `src/` of `kernel_id` as `commit` (one of its commits on main; default: its
+        newest) holds it becomes the board's reference: every judgement measures it beside the
+        challenger from now on, and scores measured against the previous one are shown as
+        estimates until their kernels are measured again."""
+        if not submitter.maintainer:
+            raise ApiError(403, "forbidden", "only maintainers may pin a board's reference")
+        board = _board(ctx, arch, op_class, sub_class, quant)
+        if data.kernel_id not in board.kernels:
+            raise ApiError(
+                409,
+                "unknown_kernel",
+                f"{data.kernel_id} is not a kernel of board {board.key}; pick one of its kernels",
+                details={"kernels": list(board.kernels)},
+            )
+        repo = KernelRepo(ctx.settings.kernel_repo_path)
+        commits = [c.commit for c in await anyio.to_thread.run_sync(repo.history, data.kernel_id)]
+        commit = data.commit or (commits[0] if commits else None)
+        if commit is None or commit not in commits:
+            raise ApiError(
+                409,
+                "unknown_commit",
+                f"commit must be one of the commits of {data.kernel_id} on main, got {commit}",
+                details={"commits": commits},
+            )
+        kernel_id = KernelId.parse(data.kernel_id)
+        subject = aggregate_filter("kernel", kernel_id.arch, str(kernel_id))
+        stored = await ctx.log.load(subject)
+        event = ReferencePinned(
+            **EventMeta.now(submitter.id).fields(),
+            kernel_id=str(kernel_id),
+            commit=commit,
+            message=data.message,
         )
         await append_seen(ctx, [event], expect=stored[-1][0] if stored else 0, expect_on=subject)
         return board_doc(ctx.models.index.boards[board.key])

@@ -5,6 +5,7 @@ reviews them, and suspect results are shown, filtered and cleared."""
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from api_helpers import (
 
 from kz_events.events import (
     BoardReviewed,
+    ReferencePinned,
     SubmissionClaimed,
     SubmissionResult,
     SubmissionSubmitted,
@@ -33,6 +35,8 @@ from kz_events.events import (
 from kz_events.subjects import PACKAGES_BUCKET
 from kz_projector.packages import ObjectStorePackages
 from kz_projector.referee import Referee
+from kz_projector.repo_read import KernelRepo
+from kz_projector.service import Projectors
 
 pytestmark = pytest.mark.integration
 
@@ -42,6 +46,7 @@ FRESH_BOARD = "cpu/Norm/LayerNorm/fp32"
 FRESH = f"{FRESH_BOARD}/first"
 OWN_JUDGE = "import kz_harness\nprint('my own rules')\n"
 MAINTAINER = {"X-Submitter-Id": "maintainer"}
+ALICE = {"X-Submitter-Id": "alice"}
 
 
 def _code(resp: Any) -> str:
@@ -262,3 +267,34 @@ async def test_an_uploaded_tripwire_hit_ends_as_a_suspect_accepted_result(api: A
     assert reasons == [("tripwire", "ctypes"), ("runtime", "below_physical_floor")]
     types = [e["type"] for e in (await api.client.get(f"/api/submissions/{sid}")).json()["events"]]
     assert types[-2:] == ["suspect", "accepted"]
+
+
+async def test_a_maintainer_pins_the_boards_reference_at_a_commit_of_one_of_its_kernels(
+    api: Api,
+) -> None:
+    """POST /api/boards/<board>/reference: maintainers only; a kernel of the board at one of its
+    commits on main (the newest by default); anything else is refused and appends nothing."""
+    await import_kernel(api)
+    await Projectors(api.log, api.settings, clock=lambda: datetime.now(UTC)).catch_up()
+    api.seen(await api.log.last_seq())
+    [commit] = [c.commit for c in KernelRepo(api.settings.kernel_repo_path).history(KERNEL)]
+    url = f"/api/boards/{BOARD}/reference"
+    before = await _count(api)
+    refusals = [
+        (await api.client.post(url, json={"kernel_id": KERNEL}, headers=ALICE), 403, "forbidden"),
+        (await api.client.post(url, json={"kernel_id": OTHER}, headers=MAINTAINER), 409,
+         "unknown_kernel"),
+        (await api.client.post(url, json={"kernel_id": KERNEL, "commit": "a" * 40},
+                               headers=MAINTAINER), 409, "unknown_commit"),
+        (await api.client.post(url, json={"kernel_id": KERNEL, "commit": "HEAD"},
+                               headers=MAINTAINER), 400, "invalid_input"),
+    ]  # fmt: skip
+    for resp, status, code in refusals:
+        assert (resp.status_code, _code(resp)) == (status, code), resp.text
+    assert await _count(api) == before
+
+    ok = await api.client.post(url, json={"kernel_id": KERNEL, "message": "m"}, headers=MAINTAINER)
+    assert ok.status_code == 200, ok.text
+    [event] = (await stream_events(api.log))[before:]
+    assert isinstance(event, ReferencePinned) and event.commit == commit
+    assert event.kernel_id == KERNEL and event.actor == "maintainer"

@@ -22,6 +22,7 @@ from kz_events.events import (
     KernelImported,
     KernelReleased,
     PackageSummary,
+    ReferencePinned,
     RunnerDeregistered,
     RunnerHeartbeat,
     RunnerRegistered,
@@ -147,6 +148,9 @@ SAMPLES: dict[str, Event] = {
     ),
     "suspect_cleared": SubmissionSuspectCleared(**_sub(18, "maintainer"), reason="gc for a pool"),
     "board_reviewed": BoardReviewed(**_meta(19, "maintainer"), kernel_id=KID, message="ok"),
+    "reference_pinned": ReferencePinned(
+        **_meta(20, "maintainer"), kernel_id=KID, commit="d" * 40, message="a fairer baseline"
+    ),
     "imported": KernelImported(
         **_meta(10, "importer"),
         kernel_id=KID,

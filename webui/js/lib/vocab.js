@@ -84,6 +84,7 @@ export const EVENT_AGGREGATE = Object.freeze({
   'kernel_claimed': 'kernel',
   'kernel_released': 'kernel',
   'board_reviewed': 'kernel',
+  'reference_pinned': 'kernel',
   'registered': 'runner',
   'deregistered': 'runner',
   'task_heartbeat': 'task',
@@ -108,6 +109,7 @@ export const LOG_EVENT_TYPES = Object.freeze([
   'kernel_claimed',
   'kernel_released',
   'board_reviewed',
+  'reference_pinned',
   'registered',
   'deregistered'
 ]);
