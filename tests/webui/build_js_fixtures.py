@@ -1,8 +1,10 @@
 """Write the fixtures of the `node --test` suite (tests/webui/js/fixtures/) from the real parts:
-index.json, the event feed and a submission detail of a seeded `kz up --backend stub`, and a
-board with ties, a reference and a disqualified kernel rendered by the real projection.
+index.json, the event feed and a submission detail of a seeded `kz up --backend stub`; a board
+with ties, a reference and a disqualified kernel, and one whose records were run again
+(confirmed, awaiting, disputed), rendered by the real projection.
 
-Run: .venv/bin/python -m tests.webui.build_js_fixtures [BASE_URL]  (no URL: starts a stack)
+Run: .venv/bin/python -m tests.webui.build_js_fixtures [BASE_URL]  (no URL: starts a stack;
+--rendered: only the rendered boards, no stack)
 """
 
 from __future__ import annotations
@@ -38,6 +40,19 @@ BOARD = [
     Accepted(f"{GEMM}/tile_256x128", 1450.0, better="higher", unit="TFLOP/s"),
 ]
 
+NORM = "sm90/Norm/RMSNorm/fp16"
+# Records run a second time (docs/judging.md, "Confirmation runs"): `fast` took rank 1 and was
+# confirmed, then beat itself and awaits its second run; `lucky` took rank 1 and was disputed,
+# so it is listed last.
+CONFIRMED_BOARD = [
+    Accepted(f"{NORM}/rmsnorm_ref", 900.0, submitter="examples"),
+    Accepted(f"{NORM}/fast", 600.0, score=(1.5, 1.45, 1.55), confirmation="confirmed"),
+    Accepted(f"{NORM}/fast", 450.0, score=(2.0, 1.9, 2.1), confirmation="unconfirmed"),
+    Accepted(
+        f"{NORM}/lucky", 300.0, submitter="mallory", score=(3.0, 2.8, 3.2), confirmation="disputed"
+    ),
+]
+
 
 def _events(client: httpx.Client, limit: int) -> list[dict[str, Any]]:
     """The first `limit` events of /api/events as the page's feed holds them: {seq, event}."""
@@ -61,11 +76,21 @@ def capture(base_url: str) -> None:
         items = client.get("/api/submissions", params={"limit": 1}).json()["items"]
         detail = client.get(f"/api/submissions/{items[0]['submission_id']}").json()
         (OUT / "submission.json").write_text(json.dumps(detail, indent=1) + "\n")
-    board = json.loads(render_accepted(BOARD))
-    (OUT / "board.json").write_text(json.dumps(board, indent=1) + "\n")
+    rendered()
+
+
+def rendered() -> None:
+    """The boards the real projection renders from events alone (no stack needed)."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, records in (("board.json", BOARD), ("confirmations.json", CONFIRMED_BOARD)):
+        document = json.loads(render_accepted(records))
+        (OUT / name).write_text(json.dumps(document, indent=1) + "\n")
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--rendered"]:
+        rendered()
+        return
     if len(sys.argv) > 1:
         capture(sys.argv[1])
         return

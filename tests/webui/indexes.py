@@ -1,25 +1,41 @@
 """index.json documents for browser tests that need a board the demo cannot make (ties, a
-disqualified kernel, 10,000 kernels), rendered by the real projection from real events."""
+disqualified kernel, 10,000 kernels, records awaiting, passing or failing their confirmation
+run), rendered by the real projection from real events."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from kz_events.events import BoardReviewed, SubmissionAccepted, SubmissionDisqualified
+from kz_events.events import (
+    BoardReviewed,
+    Event,
+    SubmissionAccepted,
+    SubmissionConfirmed,
+    SubmissionDisputed,
+    SubmissionDisqualified,
+    SubmissionFailed,
+    SubmissionSubmitted,
+)
 from kz_projector.index import IndexState, fold_index, render_index
 
-__all__ = ["Accepted", "render_accepted"]
+__all__ = ["CONFIRMATIONS", "Accepted", "confirmation_run_id", "render_accepted", "submission_id"]
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
+# How a record's confirmation run went: opened and still open, agreed, disagreed, or failed
+# (which leaves the record unconfirmed).
+CONFIRMATIONS = ("unconfirmed", "confirmed", "disputed", "failed")
 
 
 @dataclass(frozen=True)
 class Accepted:
     """One accepted result of a kernel: value with its p10/p90 spread, optionally disqualified;
     `score` (speed-up, low, high) is the speed-up over the board's reference the judge measured
-    side by side (none: the index estimates one from the absolute values)."""
+    side by side (none: the index estimates one from the absolute values); `confirmation` opens
+    a confirmation run of it (as the referee does for a record) that ends as it says (one of
+    CONFIRMATIONS)."""
 
     kernel_id: str
     value: float
@@ -29,6 +45,7 @@ class Accepted:
     better: str = "lower"
     unit: str = "us"
     score: tuple[float, float, float] | None = None
+    confirmation: str | None = None
 
 
 def _result(rec: Accepted) -> dict[str, object]:
@@ -71,15 +88,55 @@ def _score(score: tuple[float, float, float]) -> dict[str, object]:
     }
 
 
+def submission_id(n: int) -> str:
+    """The submission id of the `n`th record `render_accepted` folds."""
+    return f"00000000-0000-4000-8000-{n:012d}"
+
+
+def confirmation_run_id(n: int) -> str:
+    """The id of the confirmation run of the `n`th record."""
+    return f"00000000-0000-4000-9000-{n:012d}"
+
+
+def _confirmation(rec: Accepted, n: int, at: datetime) -> list[Event]:
+    """The events of the record's confirmation run: opened by the projector for the same
+    package, then ended as `rec.confirmation` says."""
+    assert rec.confirmation in CONFIRMATIONS, rec.confirmation
+    sid, run = submission_id(n), confirmation_run_id(n)
+    ids: dict[str, Any] = {"submission_id": run, "kernel_id": rec.kernel_id}
+    opened = SubmissionSubmitted(
+        event_id=f"c{n}", occurred_at=at, actor="projector", **ids, submitter_id=rec.submitter,
+        package_digest="0" * 64, package_size=1, confirms=sid, avoid_runner="r1",
+    )  # fmt: skip
+    when = at + timedelta(seconds=30)
+    agrees = f"agrees: {rec.score[0] if rec.score else 1:.3g}x the reference on this run too"
+    ended: dict[str, Event] = {
+        "confirmed": SubmissionConfirmed(
+            event_id=f"e{n}", occurred_at=when, actor="referee", **ids, confirms=sid,
+            reason=agrees, result={**_result(rec), "reason": agrees},
+        ),
+        "disputed": SubmissionDisputed(
+            event_id=f"e{n}", occurred_at=when, actor="referee", **ids, confirms=sid,
+            reason="disagrees: 1.1x the reference on this run, outside the record's interval",
+        ),
+        "failed": SubmissionFailed(
+            event_id=f"e{n}", occurred_at=when, actor="referee", **ids, code="timed_out",
+            reason="the task ran past its time limit",
+        ),
+    }  # fmt: skip
+    return [opened, *([ended[rec.confirmation]] if rec.confirmation in ended else [])]
+
+
 def render_accepted(records: Iterable[Accepted]) -> bytes:
-    """index.json after every record was accepted (and disqualified where it says so), each
-    board then reviewed by a maintainer (a board a submission opens is unreviewed until then)."""
+    """index.json after every record was accepted (run again and disqualified where it says
+    so), each board then reviewed by a maintainer (a board a submission opens is unreviewed
+    until then)."""
     state = IndexState()
     seq = 0
     for n, rec in enumerate(records):
         seq += 1
         at = T0 + timedelta(minutes=n)
-        sid = f"00000000-0000-4000-8000-{n:012d}"
+        sid = submission_id(n)
         accepted = SubmissionAccepted(
             event_id=f"a{n}",
             occurred_at=at,
@@ -94,6 +151,9 @@ def render_accepted(records: Iterable[Accepted]) -> bytes:
             result_seq=seq,
         )
         state = fold_index(state, seq, accepted)
+        for event in _confirmation(rec, n, at) if rec.confirmation else []:
+            seq += 1
+            state = fold_index(state, seq, event)
         if rec.disqualified:
             seq += 1
             dq = SubmissionDisqualified(

@@ -105,3 +105,21 @@ test('a point carries its score interval where measured side by side, else its s
   assert.ok(y0 > y1, 'the lower end is drawn lower');
   assert.ok(m.points.every((p) => !p.band || p.band.every((y) => y >= m.margin.top && y <= 240 - m.margin.bottom)), 'bands fit the frame');
 });
+
+test("every history point draws its own score interval, from the index's history rows", async () => {
+  const { readFileSync } = await import('node:fs');
+  const { withIntervals } = await import('../../../webui/js/lib/chart.js');
+  const { knownResults, normaliseIndex } = await import('../../../webui/js/lib/model.js');
+  const doc = JSON.parse(readFileSync(new URL('./fixtures/confirmations.json', import.meta.url)));
+  const fast = normaliseIndex(doc).kernels.get('sm90/Norm/RMSNorm/fp16/fast');
+  // /api/kernels/{id}/bench-history rows of the kernel: only the newest is its best and current.
+  const rows = fast.history.map((r) => ({ value: r.value, at: r.at, submission_id: r.submission }));
+  const points = withIntervals(rows, knownResults(fast), 'lower');
+  assert.deepEqual(points.map((p) => p.bandKind), ['score', 'score'], 'the older result has its interval too');
+  assert.deepEqual(points[0].band.map((v) => Number(v.toFixed(3))), [Number((600 * 1.5 / 1.55).toFixed(3)), Number((600 * 1.5 / 1.45).toFixed(3))]);
+  assert.deepEqual(points.map((p) => p.confirmation), ['confirmed', 'unconfirmed']);
+  const m = chartModel(points, { width: 600, height: 240 });
+  assert.deepEqual(m.points.map((p) => p.confirmation), ['confirmed', 'unconfirmed']);
+  const plain = withIntervals([{ value: 1, at: '2025-05-01T00:00:00Z', submission_id: 'x' }], [], 'lower');
+  assert.equal(plain[0].confirmation, null);
+});

@@ -75,3 +75,18 @@ test('the submission detail flattens and its event rows become a filled-in timel
   assert.deepEqual(timeline(undefined), []);
   assert.equal(flattenSubmission(null), null);
 });
+
+test('a confirmation run reads as such in the feed and on its timeline', () => {
+  const record = '00000000-0000-4000-8000-000000000002';
+  const ids = { submission_id: '00000000-0000-4000-9000-000000000002', kernel_id: 'sm90/Norm/RMSNorm/fp16/fast' };
+  const opened = describeEvent({ seq: 1, event: { type: 'submitted', actor: 'projector', ...ids, confirms: record } });
+  assert.equal(opened.text, 'confirmation run of 00000000 opened by projector: its package measured a second time');
+  const agreed = describeEvent({ seq: 2, event: { type: 'confirmed', ...ids, confirms: record, reason: 'agrees: 2x the reference' } });
+  assert.deepEqual([agreed.aggregate, agreed.tone], ['submission', 'good']);
+  assert.equal(agreed.text, 'confirmed 00000000 (a second run agreed) — agrees: 2x the reference');
+  const disputed = describeEvent({ seq: 3, event: { type: 'disputed', ...ids, confirms: record, reason: 'disagrees: 1.1x' } });
+  assert.deepEqual([disputed.tone, disputed.text], ['bad', 'disputed 00000000 (a second run disagreed) — disagrees: 1.1x']);
+  const detail = { ...ids, confirms: record, submitter_id: 'ada', status: 'confirmed', result: { reason: 'agrees: 2x' }, result_document: { reason: 'agrees: 2x' } };
+  const rows = timeline([{ seq: 5, type: 'confirmed', occurred_at: 't', actor: 'referee' }, { seq: 4, type: 'submitted', occurred_at: 't', actor: 'projector' }], detail);
+  assert.deepEqual(rows.map((r) => r.text), ['confirmation run of 00000000 opened by projector: its package measured a second time', 'confirmed 00000000 (a second run agreed) — agrees: 2x']);
+});

@@ -285,3 +285,38 @@ test('kernelChanged names new kernels and changed values, disqualifications and 
   assert.equal(changed('sm80/Attention/main/fp32/new'), true);
   assert.equal(changed('no/such/kernel/at/all'), false);
 });
+
+const confirmations = JSON.parse(readFileSync(new URL('./fixtures/confirmations.json', import.meta.url)));
+const NORM = 'sm90/Norm/RMSNorm/fp16';
+
+test('a record run again carries its mark on the board: awaiting, confirmed or disputed (listed last)', async () => {
+  const index = normaliseIndex(confirmations);
+  const [b] = index.boards;
+  assert.equal(b.key, NORM);
+  assert.deepEqual(b.entries.map((e) => [e.name, e.rank, e.confirmation]), [
+    ['fast', 1, 'unconfirmed'],
+    ['rmsnorm_ref', 2, null],
+    ['lucky', 3, 'disputed'],
+  ]);
+  assert.deepEqual(b.entries.map((e) => e.confirmation), confirmations.leaderboards[NORM].map((r) => r.confirmation ?? null), 'as the leaderboard says');
+  const fast = index.kernels.get(`${NORM}/fast`);
+  assert.equal(fast.current.confirmation, 'unconfirmed');
+  assert.equal(fast.best.confirmation, 'unconfirmed');
+  assert.equal(valueEntry({ value: 1 }).confirmation, null);
+  const later = normaliseIndex({ ...confirmations, leaderboards: { [NORM]: confirmations.leaderboards[NORM].map((r) => (r.confirmation === 'unconfirmed' ? { ...r, confirmation: 'confirmed' } : r)) } });
+  assert.equal(kernelChanged(index, later, `${NORM}/fast`), true, 'a mark that changes flashes the row');
+  assert.equal(kernelChanged(index, later, `${NORM}/lucky`), false);
+});
+
+test("knownResults gives each of a kernel's results once, with its score, spread and mark", async () => {
+  const { knownResults } = await import('../../../webui/js/lib/model.js');
+  const fast = normaliseIndex(confirmations).kernels.get(`${NORM}/fast`);
+  const known = knownResults(fast);
+  assert.deepEqual(known.map((k) => [k.value, k.confirmation, k.score.speedup, k.score.low, k.score.high]), [
+    [600, 'confirmed', 1.5, 1.45, 1.55],
+    [450, 'unconfirmed', 2.0, 1.9, 2.1],
+  ]);
+  assert.ok(known.every((k) => k.p10 < k.value && k.p90 > k.value));
+  assert.equal(known[1].submitter, 'ada', 'the history row merged with the current entry');
+  assert.deepEqual(knownResults(null), []);
+});

@@ -92,10 +92,11 @@ export function scoreBand(value, score, better = 'lower') {
 
 /**
  * Bench-history rows (`{value, at, commit, submission_id, submitter_id}`) with what index.json
- * knows of each result: its score (`scoreOf` shape) and its p10–p90 spread, looked up by
- * submission among `known` ({submission, score, p10, p90} entries: the kernel's index history,
- * best and current). Each point gets a `band`: the score's interval where it was measured side
- * by side (`bandKind: 'score'`), else the value's spread (`'spread'`), else none.
+ * knows of each result: its score (`scoreOf` shape), its p10–p90 spread and its confirmation
+ * mark, looked up by submission among `known` ({submission, score, p10, p90, confirmation}
+ * entries: `knownResults`, the kernel's index history rows, best and current). Each point gets a
+ * `band`: the score's interval where it was measured side by side (`bandKind: 'score'`), else
+ * the value's spread (`'spread'`), else none; and its `confirmation` (null: none).
  */
 export function withIntervals(rows, known, better = 'lower') {
   const bySubmission = new Map();
@@ -106,7 +107,7 @@ export function withIntervals(rows, known, better = 'lower') {
     const fromScore = score?.basis === 'side_by_side' ? scoreBand(row.value, score, better) : null;
     const spread = Number.isFinite(k.p10) && Number.isFinite(k.p90) ? [Math.min(k.p10, k.p90), Math.max(k.p10, k.p90)] : null;
     const band = fromScore ?? spread;
-    return { ...row, score, band, bandKind: fromScore ? 'score' : spread ? 'spread' : null };
+    return { ...row, score, band, bandKind: fromScore ? 'score' : spread ? 'spread' : null, confirmation: k.confirmation ?? null };
   });
 }
 

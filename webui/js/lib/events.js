@@ -42,9 +42,14 @@ function metricValue(e) {
   return ` ${formatNumber(metric.value)}${metric.unit ? ` ${metric.unit}` : ''}`;
 }
 
+function short(id) {
+  return String(id).slice(0, 8);
+}
+
 function summary(type, e) {
   switch (type) {
     case 'submitted':
+      if (e.confirms) return `confirmation run of ${short(e.confirms)} opened by ${e.actor ?? 'the referee'}: its package measured a second time`;
       return `submitted by ${e.submitter_id ?? e.actor ?? 'someone'}${e.message ? `: ${e.message}` : ''}`;
     case 'claimed':
       return `claimed by ${e.runner_id ?? e.actor ?? '?'}${e.attempt ? ` (attempt ${e.attempt})` : ''}`;
@@ -60,6 +65,11 @@ function summary(type, e) {
     case 'rejected': {
       const reason = e.reason ?? e.result?.reason; // the platform's verdict, else the judge's sentence
       return `${type}${metricValue(e)}${reason ? ` — ${reason}` : ''}`;
+    }
+    case 'confirmed':
+    case 'disputed': {
+      const reason = e.reason ?? e.result?.reason;
+      return `${type} ${e.confirms ? `${short(e.confirms)} ` : ''}(a second run ${type === 'confirmed' ? 'agreed' : 'disagreed'})${reason ? ` — ${reason}` : ''}`;
     }
     case 'failed':
       return `failed${e.code ? ` (${e.code})` : ''}${e.reason ? `: ${e.reason}` : ''}`;
@@ -106,7 +116,7 @@ function detailContext(d, row) {
   const doc = d.result_document ?? null;
   switch (row.type) {
     case 'submitted':
-      return { submission_id: d.submission_id, submitter_id: d.submitter_id, message: d.message };
+      return { submission_id: d.submission_id, submitter_id: d.submitter_id, message: d.message, confirms: d.confirms ?? null };
     case 'claimed':
       return { submission_id: d.submission_id, runner_id: row.actor };
     case 'result':
@@ -121,6 +131,9 @@ function detailContext(d, row) {
       return { submission_id: d.submission_id, code: d.error?.code, reason: d.error?.message };
     case 'disqualified':
       return { submission_id: d.submission_id, reason: d.disqualified };
+    case 'confirmed':
+    case 'disputed':
+      return { submission_id: d.submission_id, confirms: d.confirms ?? null, reason: doc?.reason ?? d.result?.reason };
     default:
       return { submission_id: d.submission_id };
   }

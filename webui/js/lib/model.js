@@ -28,7 +28,9 @@ export function spreadFromWorkloads(workloads, value) {
 
 /**
  * An index.json value entry (a kernel's `best`, `current` or a history row: `{value, at, commit,
- * spread: {p10, p90}, submission, submitter, score, device, suspect}`) in the views' shape.
+ * spread: {p10, p90}, submission, submitter, score, device, suspect, confirmation}`) in the views'
+ * shape. `confirmation` is the result's mark once it took rank 1 on its board and is run again:
+ * `unconfirmed`, `confirmed` or `disputed` (null: never run again).
  */
 export function valueEntry(raw) {
   if (!raw || num(raw.value) === null) return null;
@@ -43,7 +45,27 @@ export function valueEntry(raw) {
     score: scoreOf(raw.score),
     device: raw.device ?? null,
     suspect: raw.suspect === true,
+    confirmation: raw.confirmation ?? null,
   };
+}
+
+/**
+ * What index.json knows of each of a kernel's results, by submission: its history rows, best
+ * and current as value entries (`valueEntry`), each with its score, spread and confirmation
+ * mark; a result listed twice is merged. Returns [{submission, value, score, p10, p90,
+ * confirmation, ...}].
+ */
+export function knownResults(kernel) {
+  if (!kernel) return [];
+  const bySubmission = new Map();
+  for (const entry of [...(kernel.history ?? []).map(valueEntry), kernel.best, kernel.current]) {
+    if (!entry?.submission) continue;
+    const known = bySubmission.get(entry.submission) ?? {};
+    const merged = { ...known };
+    for (const [key, value] of Object.entries(entry)) if (value !== null && value !== false) merged[key] = value;
+    bySubmission.set(entry.submission, { suspect: false, ...merged });
+  }
+  return [...bySubmission.values()];
 }
 
 /**
@@ -84,7 +106,7 @@ function boardKey(raw) {
 
 /**
  * One index.json kernel entry into the flat shape the views use. `ranked` is its entry in the
- * board's `leaderboards` list (`{rank, tied}`), undefined for a kernel the index does not rank
+ * board's `leaderboards` list (`{rank, tied, confirmation}`), undefined for a kernel the index does not rank
  * (no accepted result left); `reference` is the board's pinned reference kernel id.
  */
 export function normaliseKernel(raw, ranked = undefined, reference = null) {
@@ -122,6 +144,8 @@ export function normaliseKernel(raw, ranked = undefined, reference = null) {
     // A best marked suspect (a tripwire hit or a runtime flag no maintainer has cleared yet):
     // still shown and ranked, but marked.
     suspect: best?.suspect === true,
+    // Its current result's confirmation mark (index.json's leaderboard entry, else its current).
+    confirmation: ranked?.confirmation ?? current?.confirmation ?? null,
     isReference: reference !== null && raw.id === reference,
     rank: ranked?.rank ?? null,
     tied: ranked?.tied === true,
@@ -257,12 +281,12 @@ export function buildBoards(index, more = () => true) {
   return true;
 }
 
-/** True when kernel `id` is new in `index` or its value, score, rank, disqualification or activity changed. */
+/** True when kernel `id` is new in `index` or its value, score, rank, confirmation, disqualification or activity changed. */
 export function kernelChanged(previous, index, id) {
   const k = index.kernels.get(id);
   if (!k) return false;
   const old = previous.kernels.get(id);
-  return !old || old.value !== k.value || old.speedup !== k.speedup || old.rank !== k.rank || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt;
+  return !old || old.value !== k.value || old.speedup !== k.speedup || old.rank !== k.rank || old.confirmation !== k.confirmation || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt;
 }
 
 /** Distinct archs, op classes and quants across boards, sorted, for the filter menus. */
