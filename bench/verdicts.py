@@ -44,7 +44,7 @@ BENCHMARK = Benchmark(
     entry="kernel:scan",
     workloads=[Workload("r64", {"rows": 64}), Workload("r128", {"rows": 128})],
     make_inputs=make_inputs, reference=reference, dtype="fp32",
-    timing=Timing(warmup_s=0.05, budget_s=0.5, calibration_calls=50), margin={margin},
+    timing=Timing(warmup_s=0.05, budget_s={budget}, calibration_calls=50), margin={margin},
 )
 raise SystemExit(BENCHMARK.main())
 """
@@ -64,6 +64,7 @@ KERNEL_ID = KernelId.parse("cpu/Scan/row/fp32/bench")
 
 
 MARGIN = [0.01]  # the board's margin this run judges with (--margin)
+BUDGET = [0.5]  # the board's sampling budget per workload, in seconds (--budget)
 
 
 def judge(backend: SandboxBackend, candidate: str, incumbent: str) -> TaskOutcome:
@@ -73,7 +74,11 @@ def judge(backend: SandboxBackend, candidate: str, incumbent: str) -> TaskOutcom
         work = root / "work"
         (work / ".kernel_package").mkdir(parents=True)
         (work / ".kernel_package" / "build_test_env.py").write_text("pass\n")
-        judge_source = textwrap.dedent(JUDGE).replace("{margin}", repr(MARGIN[0]))
+        judge_source = (
+            textwrap.dedent(JUDGE)
+            .replace("{margin}", repr(MARGIN[0]))
+            .replace("{budget}", repr(BUDGET[0]))
+        )
         (work / ".kernel_package" / "benchmark.py").write_text(judge_source)
         (work / "src").mkdir()
         (work / "src" / "kernel.py").write_text(candidate)
@@ -106,9 +111,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="tasks of one fixed pair")
     parser.add_argument("--passes", type=int, default=33, help="the incumbent's passes")
     parser.add_argument("--margin", type=float, default=0.01, help="the board's margin")
+    parser.add_argument("--budget", type=float, default=0.5, help="the board's budget_s")
     args = parser.parse_args()
-    MARGIN[0] = args.margin
-    print(f"margin {args.margin:.0%}; this host's load average {os.getloadavg()[0]:.2f}")
+    MARGIN[0], BUDGET[0] = args.margin, args.budget
+    print(f"margin {args.margin:.0%}, budget_s {args.budget}; "
+          f"this host's load average {os.getloadavg()[0]:.2f}")  # fmt: skip
     backend = SandboxBackend()
     backend.check_available()
     base = KERNEL.format(times=args.passes)

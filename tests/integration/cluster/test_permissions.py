@@ -118,7 +118,8 @@ async def stored_on(elog: EventLog, subject: str) -> bool:
         ("projector", "rejected", True),
         ("projector", "failed", True),
         ("projector", "committed", True),
-        ("projector", "submitted", False),
+        ("projector", "submitted", True),  # it opens confirmation runs
+        ("projector", "confirmed", True),
         ("projector", "claimed", False),
     ],
 )
