@@ -20,10 +20,11 @@ from kz_events.server import free_port
 from kz_package import pack_directory
 from kz_testing import KzProcess, kz_argv
 
-__all__ = ["Stack", "pack_variant", "start_stack", "submit_package"]
+__all__ = ["MAINTAINER", "Stack", "pack_variant", "start_stack", "submit_package"]
 
 BANNER = re.compile(r"NATS at (nats://[^,\s]+)")  # kz up's banner, printed once it serves
-TERMINAL = {"committed", "rejected", "failed", "cancelled"}
+TERMINAL = {"committed", "rejected", "failed", "cancelled", "confirmed", "disputed"}
+MAINTAINER = "maintainer"
 # What the stub backend answers per demo submission (kernel id, submitter): plausible numbers.
 DEMO_VALUES = {
     ("cpu/Norm/RMSNorm/fp32/numpy_ref", "examples"): 412.5,
@@ -58,6 +59,7 @@ class Stack:
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KZ_")}
     env["KZ_LONGPOLL_TIMEOUT_S"] = "30"
+    env["KZ_MAINTAINERS"] = MAINTAINER  # reviews the boards a test's submissions open
     return env
 
 

@@ -4,6 +4,7 @@
 import { fill, h } from '../dom.js';
 import { formatNumber, formatScore, formatTimestamp, shortId } from '../lib/format.js';
 import { chartModel } from '../lib/chart.js';
+import { confirmationMark } from '../lib/status.js';
 
 function axes(m, unitLabel) {
   const { margin, width, height } = m;
@@ -30,6 +31,7 @@ function tooltipText(p, unit, multiplier = 1) {
   return [
     `${formatNumber(p.shown)} ${unit}${p.record ? '  ★ new best' : ''}`,
     ...bandText(p, multiplier, unit),
+    confirmationMark(p.confirmation)?.line ?? null,
     formatTimestamp(p.at),
     `commit ${shortId(p.commit ?? p.commits?.source, 10)} · ${p.submitter ?? p.submitter_id ?? 'unknown submitter'}`,
     p.submission_id ? `submission ${shortId(p.submission_id)}` : null,
@@ -76,7 +78,8 @@ export function historyChart(history, { metric, scale, onPick }) {
         cx: p.cx.toFixed(1),
         cy: p.cy.toFixed(1),
         r: p.record ? 5 : 3.5,
-        class: p.record ? 'pt record' : 'pt',
+        class: ['pt', p.record ? 'record' : '', p.confirmation ?? ''].filter(Boolean).join(' '),
+        'data-confirmation': p.confirmation,
         tabindex: 0,
         role: 'img',
         'aria-label': tooltipText(p, scale.unit, scale.multiplier).join(', '),
@@ -100,7 +103,13 @@ export function historyChart(history, { metric, scale, onPick }) {
     fill(wrap, svg, tip);
   }
 
-  const legend = h('div', { class: 'legend muted' }, h('span', { class: 'key key-pt' }), 'accepted result ', h('span', { class: 'key key-record' }), 'new best ', h('span', { class: 'key key-frontier' }), 'best so far ', h('span', { class: 'key key-band' }), "bar: the 95 % interval of its speed-up over the board's reference (measured side by side), or else its p10–p90 spread");
+  const marks = [...new Set(history.map((p) => p.confirmation).filter(Boolean))].map(confirmationMark).filter(Boolean);
+  const legend = h(
+    'div',
+    { class: 'legend muted' },
+    h('span', { class: 'key key-pt' }), 'accepted result ', h('span', { class: 'key key-record' }), 'new best ', h('span', { class: 'key key-frontier' }), 'best so far ', h('span', { class: 'key key-band' }), "bar: the 95 % interval of its speed-up over the board's reference (measured side by side), or else its p10–p90 spread",
+    marks.map((m) => [' ', h('span', { class: `key key-${m.mark}`, title: m.title }), m.line]),
+  );
   const observer = typeof ResizeObserver !== 'undefined' ? new ResizeObserver(() => draw()) : null;
   observer?.observe(wrap);
   requestAnimationFrame(draw);

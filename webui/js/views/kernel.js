@@ -6,12 +6,12 @@ import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.
 import { indexStore } from '../live.js';
 import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatScore, formatSpread, shortId } from '../lib/format.js';
 import { withIntervals } from '../lib/chart.js';
-import { locateKernel, samplesOf, scoreboardEntry, scoreOf, workloadParams } from '../lib/model.js';
+import { knownResults, locateKernel, samplesOf, scoreboardEntry, workloadParams } from '../lib/model.js';
 import { links } from '../lib/route.js';
 import { STATUS } from '../lib/vocab.js';
 import { historyChart } from './chart.js';
-import { suspectBadge, unreviewedBadge } from './review.js';
-import { commitLink, statusBadge } from './submission.js';
+import { confirmationBadge, suspectBadge, unreviewedBadge } from './review.js';
+import { commitLink, statusBadge, submissionLink } from './submission.js';
 
 function section(title, ...content) {
   return h('section', { class: 'card' }, h('h2', {}, title), ...content);
@@ -76,10 +76,20 @@ function correctness(c) {
   ];
 }
 
-/** Why an attempt ended as it did: a failure's error (its status says failed), else the judge's reason. */
+/**
+ * Why an attempt ended as it did: a failure's error (its status says failed), else the judge's
+ * reason; a confirmation run names the result it measured again.
+ */
 function attemptReason(s) {
-  if (s.error && (s.status === STATUS.FAILED || s.status === STATUS.CANCELLED)) return `${s.error.code}: ${s.error.message}`;
-  return s.result?.reason ?? s.error?.message ?? '—';
+  const text = s.error && (s.status === STATUS.FAILED || s.status === STATUS.CANCELLED) ? `${s.error.code}: ${s.error.message}` : s.result?.reason ?? s.error?.message ?? '—';
+  if (!s.confirms) return text;
+  return [h('span', { class: 'muted' }, 'confirms '), submissionLink(s.confirms, 'mono confirms-link'), ` — ${text}`];
+}
+
+/** An attempt's confirmation mark, linking its confirmation run (a result that was run again). */
+function attemptMark(s) {
+  const c = s.confirmation;
+  return c ? [' ', confirmationBadge(c.mark, { href: links.submission(c.submission_id), extra: c.reason ?? '' })] : null;
 }
 
 function attemptsTable(subs, scale, now) {
@@ -101,7 +111,7 @@ function attemptsTable(subs, scale, now) {
             h('td', { class: 'muted nowrap' }, time(s.updated_at ?? s.created_at, formatRelative(s.updated_at ?? s.created_at, now))),
             h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))),
             h('td', { class: 'nowrap' }, s.submitter_id ?? '—'),
-            h('td', {}, statusBadge(s.status), suspectBadge(s.suspect)),
+            h('td', { class: 'nowrap' }, statusBadge(s.status), suspectBadge(s.suspect), attemptMark(s)),
             h('td', { class: 'num' }, formatScaled(s.result?.metric_value ?? s.result?.value, scale)),
             h('td', { class: 'reason' }, attemptReason(s)),
             h('td', { class: 'mono muted' }, commitLink(s.commits?.source, 10) ?? '—'),
@@ -177,26 +187,32 @@ function scoreStat(entry, board) {
   return stat('speed-up', h('span', { class: 'score' }, value, interval ? h('span', { class: 'interval muted small' }, ` (${interval})`) : null), reference ? `over ${reference}${basis ? ` · ${basis}` : ''}` : 'no reference');
 }
 
-function stats(metric, best, current, scoreboard, located, scale, now) {
+/**
+ * A result's confirmation mark (index.json's, by submission) as a badge, linking its
+ * confirmation run where the attempts list names it.
+ */
+function markOf(result, known, subs) {
+  const sid = result?.submission_id ?? result?.submission;
+  const mark = known.find((k) => k.submission === sid)?.confirmation;
+  if (!sid || !mark) return null;
+  const doc = subs.find((s) => s.submission_id === sid)?.confirmation ?? null;
+  const runId = doc?.submission_id ?? subs.find((s) => s.confirms === sid)?.submission_id ?? null;
+  return [' ', confirmationBadge(mark, { href: runId ? links.submission(runId) : null, extra: doc?.reason ?? '' })];
+}
+
+function stats(metric, best, current, scoreboard, located, scale, now, known, subs) {
   const entry = located?.entry;
   const value = (s) => (s ? `${formatScaled(s.value, scale)} ${scale.unit}` : '—');
   const device = entry?.device ? ` · on ${entry.device}` : '';
   return h(
     'div',
     { class: 'stats' },
-    stat('best', value(best), best ? `${formatSpread(best.p10, best.p90, best.value)} · ${best.submitter ?? '?'} · ${formatRelative(best.at, now)}${device}` : 'no accepted result yet'),
-    stat('current', value(current), current ? `${current.submitter ?? '?'} · ${formatRelative(current.at, now)}` : null),
+    stat('best', h('span', {}, value(best), markOf(best, known, subs)), best ? `${formatSpread(best.p10, best.p90, best.value)} · ${best.submitter ?? '?'} · ${formatRelative(best.at, now)}${device}` : 'no accepted result yet'),
+    stat('current', h('span', {}, value(current), markOf(current, known, subs)), current ? `${current.submitter ?? '?'} · ${formatRelative(current.at, now)}` : null),
     stat('rank', entry?.rank ? h('span', {}, `#${entry.rank} `, entry.tie ? h('span', { class: 'tie', title: `shares rank ${entry.rank}: the speed-ups' 95 % intervals overlap` }, 'tie') : null) : '—', located?.board ? `of ${located.board.entries.length} on ${located.board.key}` : null),
     scoreStat(entry, located?.board),
     stat('accepted', formatNumber(scoreboard.accepted_count ?? located?.kernel.acceptedCount ?? 0), describeMetric(metric, scale.unit)),
   );
-}
-
-/** What index.json knows of the kernel's results, by submission: its history rows, best and current. */
-function knownResults(kernel) {
-  if (!kernel) return [];
-  const rows = kernel.history.map((r) => ({ submission: r.submission, score: scoreOf(r.score), p10: r.spread?.p10 ?? null, p90: r.spread?.p90 ?? null }));
-  return [...rows, kernel.best, kernel.current].filter(Boolean);
 }
 
 export function createKernelView() {
@@ -233,13 +249,14 @@ export function createKernelView() {
     const best = scoreboardEntry(scoreboard.best);
     const current = scoreboardEntry(scoreboard.current);
     const located = indexStore.index ? locateKernel(indexStore.index, id) : null;
-    const points = withIntervals(listOf(history, 'history').filter((p) => !p.disqualified), knownResults(located?.kernel), metric.better);
+    const known = knownResults(located?.kernel);
+    const points = withIntervals(listOf(history, 'history').filter((p) => !p.disqualified), known, metric.better);
     const scale = chooseScale([best?.value, current?.value, ...points.map((p) => p.value)].filter(Number.isFinite), metric.unit);
     const now = Date.now();
     fill(root, 
       header(id, desc, located, detail.board),
       detail.source === 'submission' ? h('p', { class: 'state pending-kernel' }, h('strong', {}, 'Not on main yet. '), `No submission for ${id} has been accepted; what is shown comes from its latest submission's package and its attempts.`) : null,
-      stats(metric, best, current, scoreboard, located, scale, now),
+      stats(metric, best, current, scoreboard, located, scale, now, known, subs),
       desc.description ? h('section', { class: 'card prose' }, h('h2', {}, 'Description'), h('p', { class: 'description' }, desc.description)) : null,
       section(`Accepted results over time (${points.length})`, points.length ? historyChart(points, { metric, scale, onPick: (p) => p.submission_id && (location.hash = links.submission(p.submission_id)) }) : empty('No accepted result yet.', 'The chart fills in as results are accepted.')),
       section('Workloads', workloadsTable(desc, best, current, scale)),

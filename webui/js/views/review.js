@@ -1,6 +1,8 @@
-// Marks of the review side (docs/review.md): suspect results and unreviewed boards.
+// Marks of the review side (docs/review.md): suspect results and unreviewed boards; and a
+// record's confirmation mark (docs/judging.md, "Confirmation runs").
 
 import { h } from '../dom.js';
+import { confirmationMark } from '../lib/status.js';
 
 /** Whether a status document's `suspect` still stands (marked and not cleared). */
 export function isSuspect(suspect) {
@@ -29,4 +31,21 @@ export function suspectReasons(suspect) {
 /** The mark of a board whose judge no maintainer has accepted yet. */
 export function unreviewedBadge() {
   return h('span', { class: 'badge tone-warn unreviewed', title: 'a submission opened this board and no maintainer has reviewed its judge yet: it is ranked apart from the reviewed boards' }, 'unreviewed');
+}
+
+/**
+ * A result's confirmation mark (`unconfirmed`, `confirmed`, `disputed`) as a badge: an icon and
+ * a label (the label hides on narrow boards), the meaning as its tooltip; a link when `href` is
+ * given (the confirmation run). Null for a result without a mark.
+ */
+export function confirmationBadge(mark, { href = null, extra = '' } = {}) {
+  const look = confirmationMark(mark);
+  if (!look) return null;
+  const title = extra ? `${look.title}\n${extra}` : look.title;
+  return h(
+    href ? 'a' : 'span',
+    { class: `badge tone-${look.tone} confirm confirm-${look.mark}`, href, title, 'data-confirmation': look.mark },
+    h('span', { class: 'icon', 'aria-hidden': 'true' }, look.icon),
+    h('span', { class: 'label' }, ` ${look.label}`),
+  );
 }

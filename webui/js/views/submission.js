@@ -9,17 +9,59 @@ import { chooseScale, formatBytes, formatInterval, formatRelative, formatScaled,
 import { samplesOf } from '../lib/model.js';
 import { links } from '../lib/route.js';
 import { comparisonOf } from '../lib/verdict.js';
+import { confirmationMark, markOfRun, statusLook } from '../lib/status.js';
 import { STATUS } from '../lib/vocab.js';
-import { suspectBadge, suspectReasons } from './review.js';
+import { confirmationBadge, suspectBadge, suspectReasons } from './review.js';
 
-const { QUEUED, RUNNING, ACCEPTED, COMMITTED, REJECTED, FAILED, CANCELLED, CONFIRMED, DISPUTED } = STATUS;
-const STATUS_TONE = { [QUEUED]: 'info', [RUNNING]: 'warn', [ACCEPTED]: 'good', [COMMITTED]: 'good', [CONFIRMED]: 'good', [REJECTED]: 'bad', [FAILED]: 'bad', [DISPUTED]: 'bad', [CANCELLED]: 'muted' };
+const { ACCEPTED, COMMITTED, REJECTED, CONFIRMED, DISPUTED } = STATUS;
 const MEASURED = new Set([ACCEPTED, COMMITTED, REJECTED]); // statuses whose run was measured and judged
 const FALLBACK_MS = 5000; // re-read a running submission this often while the live feed is down
 
-/** A badge for a submission status. */
+/** A badge for a submission status: its tone and, as tooltip, what it means (lib/status.js). */
 export function statusBadge(status) {
-  return badge(status ?? 'unknown', STATUS_TONE[status] ?? 'muted');
+  const { tone, note } = statusLook(status);
+  return badge(status ?? 'unknown', tone, note);
+}
+
+/** A link to a submission's page, by its short id. */
+export function submissionLink(id, cls = 'mono') {
+  return h('a', { class: cls, href: links.submission(id), title: id }, shortId(id));
+}
+
+/**
+ * The confirmation box. A confirmation run says which result it measures again (a link) and,
+ * once it ended, whether it agreed and why; a result that was run again says what its run
+ * found, with a link to it. Null for a submission that is neither.
+ */
+function confirmationSection(d) {
+  if (d.confirms) {
+    const ended = d.status === CONFIRMED || d.status === DISPUTED;
+    const reason = d.result?.reason ?? d.result_document?.reason ?? null;
+    const verdict = ended ? [statusBadge(d.status), ` the second run ${d.status === CONFIRMED ? 'agrees' : 'disagrees'}`, reason ? h('span', { class: 'reason' }, ` — ${reason}`) : null] : unendedRun(d);
+    return h(
+      'section',
+      { class: 'card confirmation', 'data-confirms': d.confirms },
+      h('h2', {}, 'Confirmation run'),
+      h('p', {}, 'A confirmation run of ', submissionLink(d.confirms, 'mono confirms-link'), ": a result that took rank 1 on its board, its package measured a second time (preferably on another runner) before the board calls it a record. It is never accepted: it ends confirmed (its score agrees with the result's) or disputed (the result is then not ranked first)."),
+      h('p', { class: 'verdict' }, verdict),
+    );
+  }
+  const c = d.confirmation;
+  if (!c) return null;
+  const look = confirmationMark(c.mark ?? markOfRun(c.status));
+  return h(
+    'section',
+    { class: 'card confirmation', 'data-confirmation': look?.mark ?? '' },
+    h('h2', {}, 'Confirmation'),
+    h('p', {}, `This result took rank 1 on its board and ${TERMINAL.has(c.status) ? 'was' : 'is being'} measured a second time by the confirmation run `, submissionLink(c.submission_id, 'mono confirmation-link'), ` (${c.status}).`),
+    h('p', { class: 'verdict' }, confirmationBadge(look?.mark, { href: links.submission(c.submission_id) }), look ? ` ${look.line}` : null, c.reason ? h('span', { class: 'reason' }, ` — ${c.reason}`) : null),
+  );
+}
+
+/** What an open or failed confirmation run says in place of a verdict. */
+function unendedRun(d) {
+  if (!TERMINAL.has(d.status)) return [statusBadge(d.status), ' not ended yet: the result stays unconfirmed until it does'];
+  return [statusBadge(d.status), ' it ended without a verdict: the result stays unconfirmed', d.error?.message ? h('span', { class: 'reason' }, ` — ${d.error.message}`) : null];
 }
 
 /** A commit id as a link to its page (the full id as tooltip), or null. */
@@ -35,6 +77,8 @@ function meta(d, now) {
     { class: 'kv' },
     row('kernel', d.kernel_id ? h('a', { href: links.kernel(d.kernel_id) }, d.kernel_id) : null),
     row('submitter', d.submitter_id),
+    d.confirms ? row('confirms', h('span', {}, submissionLink(d.confirms), h('span', { class: 'muted' }, ' (a confirmation run: that result measured again)'))) : null,
+    d.confirmation ? row('confirmation', h('span', {}, confirmationBadge(d.confirmation.mark, { href: links.submission(d.confirmation.submission_id) }), ' run ', submissionLink(d.confirmation.submission_id))) : null,
     d.message ? row('message', d.message) : null,
     d.queue_position ? row('queue position', `#${d.queue_position}`) : null,
     d.disqualified ? row('disqualified', h('span', { class: 'reason' }, d.disqualified)) : null,
@@ -171,8 +215,9 @@ export function createSubmissionView() {
     setTitle(`submission ${shortId(id)}`, d.status);
     const scroll = window.scrollY;
     fill(root, 
-      h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), suspectBadge(d.suspect), following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
+      h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), suspectBadge(d.suspect), d.confirmation ? confirmationBadge(d.confirmation.mark, { href: links.submission(d.confirmation.submission_id) }) : null, following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
       h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(d))),
+      confirmationSection(d),
       h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d, d.result_document ?? d.result, best)),
       h('section', { class: 'card' }, h('h2', {}, 'Log'), log !== null ? h('pre', { class: 'log', tabindex: 0 }, log || '(empty log)') : empty(following ? 'The log appears when the run ends.' : 'No log for this submission.')),
     );

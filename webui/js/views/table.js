@@ -3,6 +3,7 @@
 import { badge, h, time } from '../dom.js';
 import { chooseScale, formatRelative, formatScaled, formatScore, formatSpread, formatNumber } from '../lib/format.js';
 import { links } from '../lib/route.js';
+import { confirmationBadge } from './review.js';
 
 const COLUMNS = [
   { key: 'rank', label: '#', cls: 'num col-rank' },
@@ -55,7 +56,11 @@ const BASIS_NOTE = {
   absolute: (ref) => `≈ estimate from absolute values: this kernel's value and ${ref}'s, measured apart (a result from before side-by-side scoring), no interval`,
 };
 
-/** The score: ratio ± interval measured side by side; the basis named when it is not. */
+/**
+ * The score: ratio ± interval measured side by side; the basis named when it is not; beside it
+ * the current result's confirmation mark once it took rank 1 (awaiting a second run, confirmed,
+ * disputed).
+ */
 function scoreCell(e, referenceName) {
   const s = e.score;
   if (s === null || e.disqualified) return h('td', { class: 'num col-score' }, '—');
@@ -67,6 +72,7 @@ function scoreCell(e, referenceName) {
     h('span', { class: 'ratio' }, s.basis === 'absolute' ? `≈ ${ratio}` : ratio),
     interval ? h('span', { class: 'interval' }, ` (${interval})`) : null,
     s.basis === 'absolute' || s.basis === 'reference' ? [' ', h('span', { class: 'basis' }, s.basis === 'absolute' ? 'estimate' : 'reference')] : null,
+    e.confirmation ? [' ', confirmationBadge(e.confirmation)] : null,
   );
 }
 
@@ -88,10 +94,10 @@ function valueCell(e, scale) {
 }
 
 function row(e, scale, now, changed, referenceName) {
-  const cls = [e.disqualified ? 'dq' : '', changed?.has(e.id) ? 'flash' : '', e.rank === 1 ? 'first' : ''].filter(Boolean).join(' ');
+  const cls = [e.disqualified ? 'dq' : '', changed?.has(e.id) ? 'flash' : '', e.rank === 1 ? 'first' : '', e.confirmation === 'disputed' ? 'disputed' : ''].filter(Boolean).join(' ');
   return h(
     'tr',
-    { class: cls || null, 'data-kernel': e.id },
+    { class: cls || null, 'data-kernel': e.id, 'data-confirmation': e.confirmation },
     rankCell(e),
     nameCell(e),
     h('td', { class: 'col-opt lang' }, e.language || '—'),
