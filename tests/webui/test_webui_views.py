@@ -51,7 +51,7 @@ def test_boards_overview_opens_with_ranked_rows(
         assert f"{speedup:.2f}\u00d7" in ref_row.locator("td.col-score").inner_text()
         assert card.locator(".board-head a.ref-link").inner_text() == reference.split("/")[4]
     assert str(index["log_seq"]) in page.locator("#foot-index").inner_text().replace(",", "")
-    assert page.locator("#live-indicator").get_attribute("data-state") == "open"
+    page.wait_for_selector("#live-indicator[data-state='open']")  # opened after the first page
     shot(page, "board.png", full_page=True)
 
 
@@ -214,7 +214,7 @@ def test_activity_shows_feed_queue_and_runners(page: Any, webui_base_url: str, s
     assert "cpu (this host)" in runners.first.inner_text()
     assert re.search(r"ago|never", runners.first.inner_text())
     assert "cpu" in page.locator(".queue").inner_text().lower()
-    assert page.locator(".feed-row:has-text('submission.committed')").count() >= 1
+    page.locator(".feed-row:has-text('submission.committed')").first.wait_for()  # as replayed
     subs = page.locator("section.card:has(h2:text-is('Latest submissions')) tbody tr")
     assert subs.count() >= 8
     shot(page, "activity.png", full_page=True)
