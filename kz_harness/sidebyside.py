@@ -21,7 +21,7 @@ import random
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from statistics import fmean
+from statistics import NormalDist, fmean
 from typing import Any
 
 from kz_harness.errors import HarnessError
@@ -35,6 +35,7 @@ __all__ = [
     "decisive",
     "document_verdict",
     "reference_score",
+    "small_sample_factor",
     "speedup_interval",
 ]
 
@@ -71,10 +72,29 @@ def speedup_interval(
         fmean([fmean(rng.choices(g, k=len(g))) for g in groups]) for _ in range(resamples)
     )
     tail = (1 - confidence) / 2
-    low = draws[int(tail * (resamples - 1))]
-    high = draws[math.ceil((1 - tail) * (resamples - 1))]
+    widen = small_sample_factor(min(len(g) for g in groups), confidence)
+    low = estimate - widen * (estimate - draws[int(tail * (resamples - 1))])
+    high = estimate + widen * (draws[math.ceil((1 - tail) * (resamples - 1))] - estimate)
     # A smaller log-ratio is a bigger speed-up: the interval's ends swap.
     return math.exp(-estimate), math.exp(-high), math.exp(-low)
+
+
+def small_sample_factor(n: int, confidence: float = CONFIDENCE) -> float:
+    """How much wider a percentile bootstrap interval over `n` blocks must be to cover as a
+    Student t interval does: the bootstrap's spread is the plug-in one, too narrow by
+    sqrt(n / (n - 1)), and its tails are the normal's where the mean of n has t's with n - 1
+    degrees of freedom. Early in adaptive sampling (6 blocks: x1.44) this is what keeps the
+    looks after each block from deciding on luck; by 30 blocks it is x1.06."""
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    v = max(n - 1, 1)
+    # Cornish-Fisher expansion of t's quantile (good to 1e-3 from 4 degrees of freedom).
+    t = (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+    )
+    return t / z * math.sqrt(n / v)
 
 
 def reference_score(log_ratios: Sequence[Sequence[float]]) -> dict[str, object]:

@@ -17,6 +17,7 @@ from kz_harness.sidebyside import (
     compare_side_by_side,
     document_verdict,
     reference_score,
+    small_sample_factor,
     speedup_interval,
 )
 
@@ -119,3 +120,22 @@ def test_the_score_is_a_speedup_over_the_reference_with_its_interval() -> None:
     low, high = score["interval"]  # type: ignore[misc]
     assert score["against"] == "reference" and score["blocks"] == 30
     assert low <= 2.0 <= high and low <= score["speedup"] <= high  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("n", "t_quantile"), [(6, 2.571), (11, 2.228), (31, 2.042)])
+def test_the_small_sample_widening_is_students(n: int, t_quantile: float) -> None:
+    """The factor is t(0.975, n-1) / z(0.975) times the plug-in correction sqrt(n / (n-1))."""
+    assert small_sample_factor(n) == pytest.approx(t_quantile / 1.95996 * math.sqrt(n / (n - 1)),
+                                                   rel=2e-3)  # fmt: skip
+
+
+def test_six_blocks_cover_the_true_ratio_as_often_as_the_interval_says() -> None:
+    """Few blocks are where adaptive sampling first looks: the interval must not be too
+    narrow there, or a tie would be called faster by luck."""
+    rng = random.Random(17)
+    trials, covered = 300, 0
+    for _ in range(trials):
+        blocks = [rng.gauss(0.0, 0.03) for _ in range(6)]
+        _, low, high = speedup_interval([blocks], resamples=400)
+        covered += low <= 1.0 <= high
+    assert covered / trials >= 0.93
