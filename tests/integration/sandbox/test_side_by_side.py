@@ -56,12 +56,12 @@ def _comparison(outcome: TaskOutcome) -> dict[str, object]:
 
 
 def test_the_incumbents_own_source_is_never_accepted(judge_package: JudgePackage) -> None:
-    """Byte-identical resubmissions, five times: each judged not faster (or at worst
+    """Byte-identical resubmissions, ten times: each judged not faster (or at worst
     inconclusive, which is rejected too), never accepted."""
     same = KERNEL.format(times=3)
     outcomes = [
         judge_package(JUDGE, {"kernel.py": same}, incumbent={"kernel.py": same}, baseline=BASELINE)
-        for _ in range(5)
+        for _ in range(10)
     ]
     for outcome in outcomes:
         comparison = _comparison(outcome)
