@@ -145,7 +145,16 @@ def entry_of(item: Accepted) -> dict[str, Any]:
     }
     if item.commit is not None:
         entry["commit"] = item.commit
+    for key, against in (("comparison", "incumbent"), ("score", "reference")):
+        figures = item.result.get(key)  # as stored; absent from results before side by side
+        if isinstance(figures, dict) and figures.get("against") == against:
+            entry[key] = {k: figures[k] for k in _SIDE_BY_SIDE if k in figures}
     return entry
+
+
+# What the scoreboard keeps of a result's side-by-side figures (its verdict against the
+# incumbent, its score against the board's reference): ratio and interval.
+_SIDE_BY_SIDE = ("against", "speedup", "interval", "confidence")
 
 
 def best_entry(board: Board) -> dict[str, Any] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -343,3 +344,35 @@ def test_the_index_reads_a_stored_document_and_its_typed_view_alike(
         assert score is None
     else:
         assert score is not None and (score.speedup, score.low, score.high) == (2.0, 1.93, 2.07)
+
+
+def test_the_scoreboard_keeps_the_side_by_side_ratios_and_nothing_more() -> None:
+    """bench_result.yaml shows a side-by-side result's speed-up over the incumbent and its
+    score over the board's reference, each with its interval (not the samples); a result
+    from before side by side renders exactly as it did."""
+    plain = _accepted(1, 4.0)
+    comparison = {
+        "against": "incumbent",
+        "outcome": "faster",
+        "speedup": 1.3,
+        "interval": [1.2, 1.4],
+        "confidence": 0.95,
+        "margin": 0.05,
+        "reason": "r",
+    }
+    score = {"against": "reference", "speedup": 2.1, "interval": [2.0, 2.2], "confidence": 0.95,
+             "blocks": 40}  # fmt: skip
+    sided = dataclasses.replace(
+        _accepted(2, 3.0), result={**_result(3.0), "comparison": comparison, "score": score}
+    )
+    board = board_accept(board_accept(Board(kernel_id=KID), plain, None), sided, None)
+    doc = scoreboard(board)
+    assert doc["current"]["comparison"] == {
+        "against": "incumbent", "speedup": 1.3, "interval": [1.2, 1.4], "confidence": 0.95
+    }  # fmt: skip
+    assert doc["current"]["score"] == {
+        "against": "reference", "speedup": 2.1, "interval": [2.0, 2.2], "confidence": 0.95
+    }  # fmt: skip
+    before = scoreboard(board_accept(Board(kernel_id=KID), plain, None))
+    assert "comparison" not in before["current"] and "score" not in before["current"]
+    assert validate("bench_result", doc) == []
