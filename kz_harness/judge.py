@@ -69,6 +69,7 @@ __all__ = [
 
 CONTROL_FD_ENV = "KZ_CONTROL_FD"
 SEED_ENV = "KZ_SEED"
+CONFIRMATION_ENV = "KZ_CONFIRMATION"  # a confirmation run: sample until the score is settled
 IMPLEMENTATIONS_ENV = "KZ_IMPLEMENTATIONS"
 CPU_ENV = "KZ_CPU"
 # What a runner can start beside the candidate, each measured side by side with it: the
@@ -764,9 +765,13 @@ class _WorkloadRun:
         """Whether sampling can stop: once the interval against the incumbent clears the
         margin or falls short of it — at once when it falls short (a result not faster goes
         on no board) — and the interval against the reference, whose speed-up is the board's
-        score, is narrower than the margin."""
+        score, is narrower than the margin. A confirmation run (`KZ_CONFIRMATION`) measures as
+        the run it confirms did, its incumbent being main's copy of the same source, and so
+        waits for the score alone."""
         margin = self.bench.margin
         intervals = {name: speedup_interval([r])[1:] for name, r in self.log_ratios.items()}
+        if os.environ.get(CONFIRMATION_ENV) == "1":  # only the score counts
+            intervals.pop("incumbent", None)
         if "incumbent" in intervals:
             low, high = intervals["incumbent"]
             if not decisive(low, high, margin):

@@ -218,8 +218,7 @@ class Runner:
             except PackageError as exc:
                 return TaskOutcome.failed("invalid_result", f"package unpack failed: {exc.message}")
             task.phase = "run"
-            mains = {} if task.lease.confirms else incumbent_files(bundle)  # see Lease.confirms
-            incumbent = write_incumbent(mains, Path(f"{base}.incumbent"))
+            incumbent = write_incumbent(incumbent_files(bundle), Path(f"{base}.incumbent"))
             reference = write_incumbent(reference_files(bundle), Path(f"{base}.reference"))
             spec = TaskSpec(
                 kernel_id=KernelId.parse(task.lease.kernel_id),
@@ -228,6 +227,7 @@ class Runner:
                 baseline_path=baseline_path(workdir, judge),
                 incumbent=incumbent,
                 reference=reference,
+                confirming=task.lease.confirms is not None,
                 cpu=self.options.cpu,
                 step_timeout_s=self.options.step_timeout_s,
                 task_timeout_s=self.options.task_timeout_s,

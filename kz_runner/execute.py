@@ -76,6 +76,7 @@ class TaskSpec:
     baseline_path: Path | None = None
     incumbent: Path | None = None  # main's src/ of the kernel, measured beside the candidate
     reference: Path | None = None  # the board's pinned reference src/, measured beside it too
+    confirming: bool = False  # a confirmation run: its score is what counts (KZ_CONFIRMATION)
     cpu: int | None = None  # the CPU the judge and its workers are pinned to (None: the last)
     step_timeout_s: float = 300.0
     task_timeout_s: float = 600.0
@@ -309,6 +310,8 @@ def _judge_step(
     }
     if spec.cpu is not None:
         env["KZ_CPU"] = str(spec.cpu)
+    if spec.confirming:
+        env["KZ_CONFIRMATION"] = "1"
     if dirs.has_baseline:
         env["KZ_BASELINE_PATH"] = f"{JUDGE_INSIDE}/{BASELINE_NAME}"
     step = StepSpec(

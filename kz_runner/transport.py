@@ -34,8 +34,8 @@ class Lease:
     package_digest: str
     package_size: int | None = None  # compressed bytes, when the transport is told
     new_kernel: bool = False
-    # A confirmation run: only its score over the board's reference counts, so the incumbent
-    # (main's copy of the same source) is not measured beside it.
+    # A confirmation run: measured as the run it confirms was (incumbent and reference beside
+    # it), but only its score over the board's reference counts (KZ_CONFIRMATION).
     confirms: str | None = None
     handle: Any = None
 

@@ -95,6 +95,7 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> Ru
         baseline: str | None = None,
         incumbent: dict[str, str] | None = None,
         reference: dict[str, str] | None = None,
+        confirming: bool = False,
         step_timeout_s: float = 60.0,
         limits: StepLimits | None = None,
     ) -> TaskOutcome:
@@ -127,6 +128,7 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> Ru
             baseline_path=baseline_path,
             incumbent=rivals["incumbent"],
             reference=rivals["reference"],
+            confirming=confirming,
             cpu=_lane(worker_id) % (os.cpu_count() or 1),  # parallel test processes apart
             step_timeout_s=step_timeout_s,
             task_timeout_s=2 * step_timeout_s,

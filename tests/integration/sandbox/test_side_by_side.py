@@ -139,6 +139,29 @@ def test_incumbent_and_reference_are_measured_in_the_same_blocks(
         assert workload["speedup"]["blocks"] == workload["reference_speedup"]["blocks"]
 
 
+def test_a_confirmation_run_samples_until_its_score_is_settled(
+    judge_package: JudgePackage,
+) -> None:
+    """A confirmation run measures as the run it confirms did (incumbent and reference beside
+    it), its incumbent being the same source: the tie against it stops nothing, the judge
+    samples until the interval against the reference is narrower than the margin (or the
+    budget is spent)."""
+    same = KERNEL.format(times=2)
+    outcome = judge_package(
+        JUDGE,
+        {"kernel.py": same},
+        incumbent={"kernel.py": same},
+        reference={"kernel.py": KERNEL.format(times=3)},
+        baseline=BASELINE,
+        confirming=True,
+    )
+    assert outcome.result is not None, outcome.log.decode()[-3000:]
+    assert outcome.result["score"]["against"] == "reference"
+    for workload in outcome.result["workloads"]:
+        low, high = workload["reference_speedup"]["interval"]
+        assert high <= low * 1.05 or workload["stats"]["stop"] in ("budget", "max_samples")
+
+
 def test_a_kernel_never_measured_takes_its_first_result_whatever_the_incumbent(
     judge_package: JudgePackage,
 ) -> None:
