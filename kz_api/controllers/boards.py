@@ -11,7 +11,7 @@ from litestar import Controller, get, post
 from litestar.di import Provide
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from kz_api.auth import SubmitterDep, identify_submitter
+from kz_api.auth import Submitter, SubmitterDep, identify_submitter
 from kz_api.context import Ctx
 from kz_api.errors import ApiError
 from kz_api.models import BoardDoc, BoardList, PinReferenceBody, ReviewBoardBody
@@ -121,27 +121,15 @@ class BoardsController(Controller):
     ) -> BoardDoc:
         """The judge of `judge_kernel` (default: the board's judge now, that of its first
         kernel unless a review named another) becomes the board's reviewed judge."""
-        if not submitter.maintainer:
-            raise ApiError(403, "forbidden", "only maintainers may review a board")
+        _maintainers_only(submitter, "review a board")
         board = _board(ctx, arch, op_class, sub_class, quant)
-        wanted = (data.judge_kernel if data else None) or board.judge
-        if wanted not in board.kernels:
-            raise ApiError(
-                409,
-                "unknown_kernel",
-                f"{wanted} is not a kernel of board {board.key}; pick one of its kernels",
-                details={"kernels": list(board.kernels)},
-            )
-        kernel_id = KernelId.parse(wanted)
-        subject = aggregate_filter("kernel", kernel_id.arch, str(kernel_id))
-        stored = await ctx.log.load(subject)
+        kernel_id = _kernel_of(board, (data.judge_kernel if data else None) or board.judge)
         event = BoardReviewed(
             **EventMeta.now(submitter.id).fields(),
-            kernel_id=str(kernel_id),
+            kernel_id=kernel_id,
             message=data.message if data else "",
         )
-        await append_seen(ctx, [event], expect=stored[-1][0] if stored else 0, expect_on=subject)
-        return board_doc(ctx.models.index.boards[board.key])
+        return await _appended_on_kernel(ctx, board, event)
 
     @post(
         BOARD + "/reference",
@@ -163,18 +151,11 @@ class BoardsController(Controller):
         newest) holds it becomes the board's reference: every judgement measures it beside the
         challenger from now on, and scores measured against the previous one are shown as
         estimates until their kernels are measured again."""
-        if not submitter.maintainer:
-            raise ApiError(403, "forbidden", "only maintainers may pin a board's reference")
+        _maintainers_only(submitter, "pin a board's reference")
         board = _board(ctx, arch, op_class, sub_class, quant)
-        if data.kernel_id not in board.kernels:
-            raise ApiError(
-                409,
-                "unknown_kernel",
-                f"{data.kernel_id} is not a kernel of board {board.key}; pick one of its kernels",
-                details={"kernels": list(board.kernels)},
-            )
+        kernel_id = _kernel_of(board, data.kernel_id)
         repo = KernelRepo(ctx.settings.kernel_repo_path)
-        commits = [c.commit for c in await anyio.to_thread.run_sync(repo.history, data.kernel_id)]
+        commits = [c.commit for c in await anyio.to_thread.run_sync(repo.history, kernel_id)]
         commit = data.commit or (commits[0] if commits else None)
         if commit is None or commit not in commits:
             raise ApiError(
@@ -183,14 +164,39 @@ class BoardsController(Controller):
                 f"commit must be one of the commits of {data.kernel_id} on main, got {commit}",
                 details={"commits": commits},
             )
-        kernel_id = KernelId.parse(data.kernel_id)
-        subject = aggregate_filter("kernel", kernel_id.arch, str(kernel_id))
-        stored = await ctx.log.load(subject)
         event = ReferencePinned(
             **EventMeta.now(submitter.id).fields(),
-            kernel_id=str(kernel_id),
+            kernel_id=kernel_id,
             commit=commit,
             message=data.message,
         )
-        await append_seen(ctx, [event], expect=stored[-1][0] if stored else 0, expect_on=subject)
-        return board_doc(ctx.models.index.boards[board.key])
+        return await _appended_on_kernel(ctx, board, event)
+
+
+def _maintainers_only(submitter: Submitter, action: str) -> None:
+    if not submitter.maintainer:
+        raise ApiError(403, "forbidden", f"only maintainers may {action}")
+
+
+def _kernel_of(board: BoardInfo, kernel_id: str | None) -> str:
+    """`kernel_id` when it is a kernel of `board`; else 409 naming the board's kernels."""
+    if kernel_id is None or kernel_id not in board.kernels:
+        raise ApiError(
+            409,
+            "unknown_kernel",
+            f"{kernel_id} is not a kernel of board {board.key}; pick one of its kernels",
+            details={"kernels": list(board.kernels)},
+        )
+    return kernel_id
+
+
+async def _appended_on_kernel(
+    ctx: Ctx, board: BoardInfo, event: BoardReviewed | ReferencePinned
+) -> BoardDoc:
+    """A maintainer's board decision appended on its kernel's aggregate (checked against the
+    aggregate's last event), and the board as the read model then has it."""
+    kernel_id = KernelId.parse(event.kernel_id)
+    subject = aggregate_filter("kernel", kernel_id.arch, str(kernel_id))
+    stored = await ctx.log.load(subject)
+    await append_seen(ctx, [event], expect=stored[-1][0] if stored else 0, expect_on=subject)
+    return board_doc(ctx.models.index.boards[board.key])
