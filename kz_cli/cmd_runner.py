@@ -7,6 +7,7 @@ import asyncio
 import logging
 import signal
 from pathlib import Path
+from typing import Any
 
 from kz_cli import aio
 from kz_events.config import Settings, load_settings
@@ -18,7 +19,7 @@ from kz_runner.http import HttpTransport
 from kz_runner.native import NativeTransport
 from kz_runner.transport import RunnerInfo, Transport
 
-__all__ = ["register", "run_runner"]
+__all__ = ["backend_settings", "register", "run_runner"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,8 +70,7 @@ async def run_runner(
     cpu: int | None = None,
 ) -> Runner:
     """Build a runner from settings and serve until SIGTERM/SIGINT (or `stop`)."""
-    backend_settings = {"image": settings.runner_image} if backend_name == "docker" else {}
-    backend = get_backend(backend_name, **backend_settings)
+    backend = get_backend(backend_name, **backend_settings(settings, backend_name))
     backend.check_available()  # a missing sandbox or engine stops start-up, before connecting
     info = RunnerInfo(
         runner_id=settings.runner_id or default_runner_id(),
@@ -112,6 +112,24 @@ async def run_runner(
         if event_log is not None:
             await event_log.close()
     return runner
+
+
+def backend_settings(settings: Settings, backend_name: str) -> dict[str, Any]:
+    """The backend's settings from KZ_RUNNER_*: docker's image and GPUs; the sandbox's
+    bubblewrap, GPUs and extra read-only paths (e.g. the Python packages a GPU board needs)."""
+    chosen: dict[str, Any] = {}
+    if backend_name == "docker":
+        chosen["image"] = settings.runner_image
+        if settings.runner_gpus is not None:
+            chosen["gpus"] = settings.runner_gpus
+    elif backend_name == "sandbox":
+        if settings.runner_bwrap != "bwrap":
+            chosen["bwrap"] = settings.runner_bwrap
+        if settings.runner_gpus is not None:
+            chosen["gpus"] = settings.runner_gpus
+        if settings.runner_readonly:
+            chosen["readonly_paths"] = tuple(Path(p) for p in settings.runner_readonly)
+    return chosen
 
 
 def _device(arches: tuple[str, ...]) -> str:

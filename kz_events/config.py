@@ -45,6 +45,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     runner_id: str | None = None
     runner_backend: str = "sandbox"
     runner_image: str = "kernel-zoo-runner:latest"
+    runner_gpus: str | None = None  # none, all or indices "0,1" (default: sandbox none, docker all)
+    runner_readonly: list[str] = msgspec.field(default_factory=list)  # more read-only paths
+    runner_bwrap: str = "bwrap"  # the sandbox's bubblewrap binary
     task_timeout_s: float = 600.0
     step_timeout_s: float = 300.0
     runner_workdir: Path = Path(".kz/work")
@@ -90,6 +93,9 @@ _ENV: dict[str, str] = {
     "KZ_RUNNER_ID": "runner_id",
     "KZ_RUNNER_BACKEND": "runner_backend",
     "KZ_RUNNER_IMAGE": "runner_image",
+    "KZ_RUNNER_GPUS": "runner_gpus",
+    "KZ_RUNNER_READONLY": "runner_readonly",
+    "KZ_RUNNER_BWRAP": "runner_bwrap",
     "KZ_TASK_TIMEOUT_S": "task_timeout_s",
     "KZ_STEP_TIMEOUT_S": "step_timeout_s",
     "KZ_RUNNER_WORKDIR": "runner_workdir",
@@ -108,7 +114,7 @@ _ENV: dict[str, str] = {
 }
 _FIELD_TO_ENV = {field: env for env, field in _ENV.items()}
 _JSON_FIELDS = {"runner_keys", "submitter_tokens"}
-_LIST_FIELDS = {"maintainers", "runner_arch"}
+_LIST_FIELDS = {"maintainers", "runner_arch", "runner_readonly"}
 _POSITIVE = {
     "port",
     "longpoll_timeout_s",
@@ -228,6 +234,7 @@ def _check(settings: Settings) -> list[str]:
     if settings.runner_backend not in _BACKENDS:
         got = settings.runner_backend
         problems.append(f"KZ_RUNNER_BACKEND: expected one of docker, sandbox, stub, got {got!r}")
+    problems.extend(_runner_device_problems(settings))
     if settings.nats_url is not None and not settings.nats_url.startswith(("nats://", "tls://")):
         problems.append(f"KZ_NATS_URL: expected a nats:// or tls:// URL, got {settings.nats_url!r}")
     for key, arches in settings.runner_keys.items():
@@ -240,6 +247,22 @@ def _check(settings: Settings) -> list[str]:
             f"KZ_LEASE_SECRET: expected at least {MIN_LEASE_SECRET} characters, "
             f"got {len(settings.lease_secret)}"
         )
+    return problems
+
+
+def _runner_device_problems(settings: Settings) -> list[str]:
+    """KZ_RUNNER_GPUS is none, all or device indices; KZ_RUNNER_READONLY absolute paths."""
+    problems: list[str] = []
+    gpus = settings.runner_gpus
+    if gpus is not None and gpus.strip().lower() not in ("none", "all"):
+        items = gpus.split(",")
+        if not all(item.strip().isdigit() for item in items):
+            problems.append(
+                f"KZ_RUNNER_GPUS: expected none, all or device indices such as 0,1, got {gpus!r}"
+            )
+    for path in settings.runner_readonly:
+        if not path.startswith("/"):
+            problems.append(f"KZ_RUNNER_READONLY: expected absolute paths, got {path!r}")
     return problems
 
 

@@ -411,6 +411,7 @@ def _execute(
             binds=(Bind(dirs.judge, JUDGE_INSIDE),),
             tmpfs=(HOME_INSIDE,),
             package=spec.workdir,
+            devices=True,  # a GPU board's build compiles and tries its kernel
         )
         reason = _failure(run.step(_BUILD, build), "build_failed")
         if reason is not None:

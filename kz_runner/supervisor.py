@@ -229,6 +229,7 @@ class Supervisor:
                 cwd=WORK_INSIDE,
                 pass_fds=(theirs.fileno(),),
                 uid=getattr(self.backend, "worker_uid_base", WORKER_UID_BASE) + number,
+                devices=True,  # the candidate's calls run on the runner's GPUs, if any
             )
             spawned = self.backend.spawn(step)
         except BaseException:

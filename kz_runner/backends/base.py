@@ -54,6 +54,8 @@ class StepSpec:
     path; default the work dir) as its current folder. `pass_fds` are inherited at the same
     numbers and stay the caller's to close. `uid` overrides the backend's unprivileged uid.
     `package` is the task's package folder, for backends that answer without running it.
+    `devices` marks a step that may use the runner's GPUs (a GPU board's build and its
+    candidate's workers; never the judge), for backends that show them per step.
     """
 
     argv: tuple[str, ...]
@@ -68,6 +70,7 @@ class StepSpec:
     pass_fds: tuple[int, ...] = ()
     uid: int | None = None
     package: Path | None = None
+    devices: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

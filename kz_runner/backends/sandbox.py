@@ -5,6 +5,10 @@ paths, a private /tmp and /proc, no network (its own network namespace has loopb
 and one writable directory, the work dir. Limits are applied by `prlimit` inside the
 sandbox; when the runner is root the step also drops to an unprivileged uid with `setpriv`,
 because RLIMIT_NPROC does not bind root.
+
+With `gpus` set ("all" or device indices), the steps marked `devices` (a GPU board's build and
+its candidate's workers, never the judge) also see the NVIDIA device nodes and the driver's
+folder, and run without the address-space limit, which CUDA's mappings exceed.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from kz_runner.backends.process import OutputBuffer, run_capped
 from kz_runner.backends.procview import proc_view
 from kz_runner.limits import StepLimits
 
-__all__ = ["SandboxBackend", "SandboxProcess"]
+__all__ = ["DRIVER_DIR", "SandboxBackend", "SandboxProcess", "gpu_nodes", "parse_gpus"]
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = (
@@ -51,6 +55,40 @@ _ROOT_NAMESPACES = (
 _CPU_GRACE_S = 5
 _REAP_WAIT_S = 5.0
 _TOOLS = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}
+# The NVIDIA nodes every GPU process needs (when the host has them), beside /dev/nvidia<N>.
+_NVIDIA_SHARED = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps")
+DRIVER_DIR = Path("/usr/local/nvidia")  # where GPU hosts commonly mount the driver's libraries
+
+
+def parse_gpus(value: str | None) -> tuple[int, ...] | None:
+    """`KZ_RUNNER_GPUS` as the sandbox reads it: None for no GPU ("none", empty), () for
+    every GPU ("all"), else the device indices ("0,2")."""
+    text = (value or "none").strip().lower()
+    if text == "none":
+        return None
+    if text == "all":
+        return ()
+    try:
+        indices = tuple(int(item) for item in text.split(","))
+    except ValueError:
+        indices = (-1,)
+    if any(index < 0 for index in indices):
+        raise BackendUnavailable(f"gpus: expected none, all or device indices, got {value!r}")
+    return indices
+
+
+def gpu_nodes(gpus: tuple[int, ...], dev: Path = Path("/dev")) -> list[Path]:
+    """The device nodes a GPU step is shown: the shared ones the host has, then each chosen
+    /dev/nvidia<N> (every one for `()`) that exists."""
+    shared = [dev / name for name in _NVIDIA_SHARED if (dev / name).exists()]
+    if gpus:
+        numbered = [dev / f"nvidia{index}" for index in gpus]
+    else:
+        numbered = sorted(
+            (p for p in dev.glob("nvidia[0-9]*") if p.name.removeprefix("nvidia").isdigit()),
+            key=lambda p: int(p.name.removeprefix("nvidia")),
+        )
+    return shared + [p for p in numbered if p.exists()]
 
 
 def _system_mounts() -> list[str]:
@@ -101,7 +139,7 @@ def _bound_above(directory: Path, paths: Sequence[Path]) -> list[Path]:
     return [p for p in paths if p in directory.parents or p == directory]
 
 
-def _limit_args(limits: StepLimits, timeout_s: float) -> list[str]:
+def _limit_args(limits: StepLimits, timeout_s: float, *, address_space: bool = True) -> list[str]:
     args = [
         "prlimit",
         f"--nproc={limits.max_pids}",
@@ -109,7 +147,7 @@ def _limit_args(limits: StepLimits, timeout_s: float) -> list[str]:
         f"--cpu={int(timeout_s) + _CPU_GRACE_S}",
         "--core=0",
     ]
-    if limits.memory_bytes is not None:
+    if limits.memory_bytes is not None and address_space:
         args.append(f"--as={limits.memory_bytes}")
     return [*args, "--"]
 
@@ -128,6 +166,9 @@ class SandboxBackend:
         worker_uid_base: int = 65000,
         python: str = sys.executable,
         readonly_paths: Sequence[Path] = (),
+        gpus: str | None = None,
+        dev_root: Path = Path("/dev"),
+        driver_dir: Path = DRIVER_DIR,
     ) -> None:
         self.bwrap = bwrap
         self.uid = sandbox_uid
@@ -139,6 +180,10 @@ class SandboxBackend:
         self.as_root = os.geteuid() == 0
         prefixes = {Path(sys.prefix), Path(sys.base_prefix), Path(python).resolve().parent.parent}
         self.readonly_paths = tuple(sorted(prefixes | {Path(p) for p in readonly_paths}))
+        # GPUs shown to the steps marked `devices`: None (none), () (all) or indices.
+        self.gpus = parse_gpus(gpus)
+        self.dev_root = dev_root
+        self.driver_dir = driver_dir
 
     def check_available(self) -> None:
         """Fail with one line if bwrap or util-linux is missing or namespaces are refused."""
@@ -148,6 +193,7 @@ class SandboxBackend:
                     f"{'bubblewrap (bwrap)' if tool == 'bwrap' else tool} not found: "
                     f"install it with apt-get install {package}"
                 )
+        self._check_gpus()
         probe = subprocess.run(
             [self.bwrap, *self._namespaces(), *_system_mounts(), "true"],
             capture_output=True,
@@ -160,6 +206,47 @@ class SandboxBackend:
                 "bubblewrap cannot create namespaces here: "
                 f"{detail[-1] if detail else 'exit ' + str(probe.returncode)}"
             )
+
+    def _check_gpus(self) -> None:
+        """GPUs asked for but no NVIDIA device node to show: one line saying so."""
+        if self.gpus is None:
+            return
+        nodes = {p.name for p in gpu_nodes(self.gpus, self.dev_root)}
+        wanted = [f"nvidia{i}" for i in self.gpus] if self.gpus else []
+        missing = [name for name in wanted if name not in nodes]
+        asked = ",".join(map(str, self.gpus)) or "all"
+        if "nvidiactl" not in nodes or missing or not any(n[6:].isdigit() for n in nodes):
+            detail = (
+                f"no {self.dev_root}/{missing[0]}"
+                if missing
+                else (f"no {self.dev_root}/nvidia* device nodes")
+            )
+            raise BackendUnavailable(
+                f"gpus={asked}: {detail} on this host (install the NVIDIA driver, or set "
+                "KZ_RUNNER_GPUS=none)"
+            )
+
+    def _device_binds(self, step: StepSpec) -> list[str]:
+        """The NVIDIA nodes and the driver's folder, for a step marked `devices`."""
+        if self.gpus is None or not step.devices:
+            return []
+        binds: list[str] = []
+        for node in gpu_nodes(self.gpus, self.dev_root):
+            binds += ["--dev-bind", str(node), f"/dev/{node.name}"]
+        system = [Path(d) for d in _SYSTEM_DIRS]
+        if self.driver_dir.is_dir() and not _covered(self.driver_dir, system):
+            binds += [*_inside_parents([str(self.driver_dir)])]
+            binds += ["--ro-bind", str(self.driver_dir), str(self.driver_dir)]
+        return binds
+
+    def device_environment(self, step: StepSpec) -> dict[str, str]:
+        """What a GPU step's loader needs to find the driver's libraries."""
+        if self.gpus is None or not step.devices:
+            return {}
+        libs = [
+            str(self.driver_dir / d) for d in ("lib64", "lib") if (self.driver_dir / d).is_dir()
+        ]
+        return {"LD_LIBRARY_PATH": ":".join(libs)} if libs else {}
 
     def _namespaces(self) -> list[str]:
         namespaces = list(_ROOT_NAMESPACES) if self.as_root else ["--unshare-all"]
@@ -198,6 +285,8 @@ class SandboxBackend:
             binds += [flag, str(bind.host.resolve()), bind.inside]
         for folder in step.tmpfs:
             binds += ["--perms", "1777", "--tmpfs", folder]
+        binds += self._device_binds(step)
+        gpu = self.gpus is not None and step.devices
         info = ["--info-fd", str(info_fd)] if info_fd is not None else []
         return [
             self.bwrap,
@@ -210,7 +299,7 @@ class SandboxBackend:
             "--chdir",
             step.cwd or str(workdir),
             "--",
-            *_limit_args(step.limits, step.timeout_s),
+            *_limit_args(step.limits, step.timeout_s, address_space=not gpu),
             *drop,
             *step.argv,
         ]
@@ -228,7 +317,7 @@ class SandboxBackend:
     def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
         """Run the step inside a fresh sandbox; return only once its namespace is empty."""
         self._hand_over(step.workdir, step.uid)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **step.env}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **self.device_environment(step), **step.env}
         info_read, info_write = os.pipe()
         try:
             return run_capped(
@@ -248,7 +337,7 @@ class SandboxBackend:
     def spawn(self, step: StepSpec) -> SandboxProcess:
         """Start the step in a fresh sandbox and return at once; see `SandboxProcess`."""
         self._hand_over(step.workdir, step.uid)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **step.env}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **self.device_environment(step), **step.env}
         info_read, info_write = os.pipe()
         try:
             process = subprocess.Popen(
