@@ -1,9 +1,12 @@
 """GPU timing with CUDA events on the kernel's stream, an L2 flush and fresh inputs per call.
 
 Imports without torch or a GPU; calling `bench_gpu` there raises `HarnessUnavailable`. Before
-every timed call (warm-up included) it writes a buffer of twice the device's L2 and resets
-the persisting-L2 lines, then records a start event, calls the kernel, records an end event
-on the same stream and waits for it.
+every timed call (warm-up included) it resets the persisting-L2 lines (a flush does not evict
+them) and writes a buffer of twice the device's L2, then records a start event, calls the
+kernel, records an end event on the same stream and waits for it.
+
+`persisting_l2_resetter` and `access_policy_clearer` reach the CUDA runtime that torch loaded
+through ctypes; the candidate worker uses them too (`kz_harness.worker.Device`).
 """
 
 from __future__ import annotations
@@ -18,10 +21,15 @@ from kz_harness.errors import HarnessUnavailable
 from kz_harness.stats import Stats
 from kz_harness.timing import as_args, sample_adaptively
 
-__all__ = ["bench_gpu", "load_torch", "persisting_l2_resetter"]
+__all__ = ["access_policy_clearer", "bench_gpu", "load_torch", "persisting_l2_resetter"]
 
 _CUDART_NAMES = ("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0")
 _FALLBACK_L2_BYTES = 128 * 1024 * 1024
+# cudaStreamAttrID: cudaStreamAttributeAccessPolicyWindow (= cudaLaunchAttributeAccessPolicyWindow).
+_ACCESS_POLICY_WINDOW = 1
+# sizeof(cudaStreamAttrValue) is 64 bytes in CUDA 12 and 13 (a union padded to 64); all zeros
+# is a window of 0 bytes, which CUDA reads as "no window".
+_ATTR_VALUE_BYTES = 64
 
 
 def load_torch() -> Any:
@@ -35,22 +43,47 @@ def load_torch() -> Any:
     return torch
 
 
-def persisting_l2_resetter() -> Callable[[], None] | None:
-    """`cudaCtxResetPersistingL2Cache` from the loaded CUDA runtime, or None if not found."""
-    for name in _CUDART_NAMES:
+def _runtime_function(name: str) -> Any:
+    """`name` from the CUDA runtime library (the one torch loaded, by its soname), or None."""
+    for library in _CUDART_NAMES:
         try:
-            runtime = ctypes.CDLL(name)
+            runtime = ctypes.CDLL(library)
         except OSError:
             continue
-        reset = getattr(runtime, "cudaCtxResetPersistingL2Cache", None)
-        if reset is not None:
-            return lambda: _check_cuda(reset())
+        function = getattr(runtime, name, None)
+        if function is not None:
+            return function
     return None
 
 
-def _check_cuda(status: int) -> None:
+def persisting_l2_resetter() -> Callable[[], None] | None:
+    """`cudaCtxResetPersistingL2Cache` from the loaded CUDA runtime, or None if not found."""
+    reset = _runtime_function("cudaCtxResetPersistingL2Cache")
+    if reset is None:
+        return None
+    return lambda: _check_cuda(reset(), "cudaCtxResetPersistingL2Cache")
+
+
+def access_policy_clearer() -> Callable[[int], None] | None:
+    """A function that removes the access-policy window of a stream (its `cuda_stream`
+    handle), through `cudaStreamSetAttribute`; None if the runtime is not found."""
+    set_attribute = _runtime_function("cudaStreamSetAttribute")
+    if set_attribute is None:
+        return None
+    set_attribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    set_attribute.restype = ctypes.c_int
+    empty = ctypes.create_string_buffer(_ATTR_VALUE_BYTES)
+
+    def clear(stream: int) -> None:
+        status = set_attribute(stream, _ACCESS_POLICY_WINDOW, ctypes.addressof(empty))
+        _check_cuda(status, "cudaStreamSetAttribute(accessPolicyWindow)")
+
+    return clear
+
+
+def _check_cuda(status: int, call: str) -> None:
     if status != 0:
-        raise HarnessUnavailable(f"cudaCtxResetPersistingL2Cache failed with CUDA error {status}")
+        raise HarnessUnavailable(f"{call} failed with CUDA error {status}")
 
 
 def _l2_flush_buffer(torch: Any, device: Any) -> tuple[Any, list[str]]:
@@ -91,10 +124,10 @@ def bench_gpu(
 
     def timed_call() -> float:
         args = as_args(make_inputs())
+        if reset is not None:  # first: persisting lines survive a flush
+            reset()
         if flush_buffer is not None:
             flush_buffer.zero_()
-        if reset is not None:
-            reset()
         with torch.cuda.stream(stream):
             start.record(stream)
             fn(*args)

@@ -30,14 +30,35 @@ _MAX_ERROR = 4000
 
 
 class Device:
-    """A call on a CUDA device: fresh device tensors from the slot's inputs, an L2 flush and a
-    persisting-L2 reset, CUDA events around the call on the current stream, a device-wide
-    synchronise (work left on another stream is waited for, so the judge's clock sees it),
-    and the output copied back as a plain tensor of the declared dtype and shape.
+    """A call on a CUDA device, on a stream of the worker's own.
+
+    In order, each step and what it defends:
+
+    1. fresh device tensors from the slot's inputs (new objects every call; the judge drew
+       new contents);
+    2. the access-policy window of the worker's stream removed (one the candidate set in an
+       earlier call must not mark the judge's flush, or anything else, as persisting), then
+       the persisting-L2 lines reset (a flush does not evict persisting lines, so the reset
+       comes first), then an L2 flush (nothing of an earlier call is left in the cache) and a
+       device-wide synchronise;
+    3. a start event, the call with the worker's stream as the current one, an end event;
+    4. a device-wide synchronise (work the call left on another stream, or queued by a
+       thread before it returned, is waited for), then a `done` event: the time from `end`
+       to `done` beyond the idle tail (the same steps with nothing left to wait for,
+       measured once) is work the call left behind and is added to the call's device time,
+       so a kernel on a side stream is measured for what it costs;
+    5. the output checked to be exactly a `torch.Tensor` (no subclass, nothing lazy) of the
+       declared dtype and shape, and copied back on the worker's stream at once: a thread
+       that writes it later is too late, and nothing the candidate queued on another stream
+       after the window orders this copy behind it.
+
+    The worker is untrusted: a candidate can patch all of this in its own process. What
+    counts is the judge's bound on the reported times (`device_time_problems`).
 
     `device_dtype` ("bfloat16") is the dtype the candidate gets and must return when the
-    slots hold float32 (numpy has no bfloat16). `torch` and the persisting-L2 `reset` (found
-    in the CUDA runtime unless `find_reset` is false) are injectable for tests.
+    slots hold float32 (numpy has no bfloat16). `torch`, the persisting-L2 `reset` and the
+    access-policy `clear_window` (found in the CUDA runtime unless `find_runtime` is false)
+    are injectable for tests.
     """
 
     def __init__(
@@ -46,9 +67,10 @@ class Device:
         device_dtype: str | None = None,
         reset: Callable[[], None] | None = None,
         *,
-        find_reset: bool = True,
+        clear_window: Callable[[int], None] | None = None,
+        find_runtime: bool = True,
     ) -> None:
-        from kz_harness.gpu import persisting_l2_resetter
+        from kz_harness.gpu import access_policy_clearer, persisting_l2_resetter
 
         if not torch.cuda.is_available():
             raise RuntimeError("no CUDA device: torch.cuda.is_available() returned False")
@@ -58,31 +80,70 @@ class Device:
         self.device_dtype = getattr(torch, device_dtype) if device_dtype else None
         l2 = int(getattr(self.cuda.get_device_properties(self.device), "L2_cache_size", 0) or 0)
         self.flush = torch.empty(max(2 * l2, 1 << 20) // 4, dtype=torch.int32, device="cuda")
-        self.reset = reset if reset is not None or not find_reset else persisting_l2_resetter()
+        if find_runtime:
+            reset = reset if reset is not None else persisting_l2_resetter()
+            clear_window = clear_window if clear_window is not None else access_policy_clearer()
+        self.reset = reset
+        self.clear_window = clear_window
+        self.stream = self.cuda.Stream()
         self.start = self.cuda.Event(enable_timing=True)
         self.end = self.cuda.Event(enable_timing=True)
+        self.done = self.cuda.Event(enable_timing=True)
+        self.idle_tail_ms = self._idle_tail_ms()
 
     def _to_device(self, array: Any) -> Any:
         tensor = self.torch.from_numpy(array.copy()).to("cuda")
         return tensor.to(self.device_dtype) if self.device_dtype is not None else tensor
 
-    def call(self, fn: Callable[..., Any], inputs: list[Any], out: Any) -> int:
-        """Run `fn` on device copies of `inputs`, write its output into `out`; device ns."""
-        torch = self.torch
-        tensors = [self._to_device(array) for array in inputs]
-        self.flush.zero_()
+    def _clean_caches(self) -> None:
+        """No window of the candidate's, no persisting line, nothing in L2 (in that order)."""
+        if self.clear_window is not None:
+            self.clear_window(int(self.stream.cuda_stream))
         if self.reset is not None:
             self.reset()
+        self.flush.zero_()
+
+    def _tail_ms(self) -> float:
+        """After `end` is recorded: wait for the whole device, record `done`; end to done."""
         self.cuda.synchronize()
-        stream = self.cuda.current_stream()
-        self.start.record(stream)
-        result = fn(*tensors)
-        self.end.record(stream)
-        self.cuda.synchronize()
-        elapsed = int(self.start.elapsed_time(self.end) * 1e6)
-        want = self.device_dtype if self.device_dtype is not None else result.dtype
+        self.done.record(self.stream)
+        self.done.synchronize()
+        return float(self.end.elapsed_time(self.done))
+
+    def _idle_tail_ms(self, rounds: int = 25) -> float:
+        """The median end-to-done time when nothing is left to wait for."""
+        tails = []
+        with self.cuda.stream(self.stream):
+            for _ in range(rounds):
+                self.cuda.synchronize()
+                self.end.record(self.stream)
+                tails.append(self._tail_ms())
+        tails.sort()
+        return tails[len(tails) // 2]
+
+    def call(self, fn: Callable[..., Any], inputs: list[Any], out: Any) -> int:
+        """Run `fn` on device copies of `inputs`, write its output into `out`; device ns."""
+        with self.cuda.stream(self.stream):
+            tensors = [self._to_device(array) for array in inputs]
+            self._clean_caches()
+            self.cuda.synchronize()
+            self.start.record(self.stream)
+            result = fn(*tensors)
+            self.end.record(self.stream)
+            left_behind = max(self._tail_ms() - self.idle_tail_ms, 0.0)
+            elapsed = float(self.start.elapsed_time(self.end)) + left_behind
+            self._copy_out(result, out)
+        return int(elapsed * 1e6)
+
+    def _copy_out(self, result: Any, out: Any) -> None:
+        torch = self.torch
         if type(result) is not torch.Tensor:
             raise TypeError(f"the output must be a torch.Tensor, got {_describe(result)}")
+        want = (
+            self.device_dtype
+            if self.device_dtype is not None
+            else getattr(torch, out.dtype.name, None)
+        )
         if result.dtype != want or tuple(result.shape) != tuple(out.shape):
             raise TypeError(
                 f"the output must be {want} of shape {tuple(out.shape)}, "
@@ -90,7 +151,6 @@ class Device:
             )
         host = result.float() if self.device_dtype is not None else result
         out[...] = host.cpu().numpy()
-        return elapsed
 
 
 class _Slot:

@@ -83,8 +83,8 @@ def fake_torch(log: list[str]) -> Any:
     return torch
 
 
-def test_each_timed_call_flushes_l2_resets_persisting_lines_and_uses_events() -> None:
-    """Per call: fresh inputs, L2 flush, persisting reset, start event, kernel, end event, wait."""
+def test_each_timed_call_resets_persisting_lines_then_flushes_l2_and_uses_events() -> None:
+    """Per call: fresh inputs, persisting reset, L2 flush, start event, kernel, end event, wait."""
     log: list[str] = []
     torch = fake_torch(log)
 
@@ -99,7 +99,7 @@ def test_each_timed_call_flushes_l2_resets_persisting_lines_and_uses_events() ->
     stats = bench_gpu(kernel, make_inputs, warmup_s=0.0, torch_module=torch,
                       reset_persisting_l2=lambda: log.append("reset"))  # fmt: skip
     assert log[:3] == ["inputs", "kernel", "sync"]  # the untimed first call
-    per_call = ["inputs", "flush", "reset", "record", "kernel", "record", "event_sync"]
+    per_call = ["inputs", "reset", "flush", "record", "kernel", "record", "event_sync"]
     assert log[3:10] == per_call
     assert stats.n == 3 and stats.stop == "converged"
     assert stats.median == pytest.approx(250.0)  # 0.25 ms in microseconds

@@ -3,6 +3,8 @@ here; docs/gpu.md says how the real path is checked on a lent GPU)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,9 @@ from kz_harness.judge import device_time_problems
 from kz_harness.worker import Device
 
 pytestmark = pytest.mark.unit
+
+
+WAKE_MS = 0.01  # what a device-wide synchronise and the next record cost the fake
 
 
 class FakeTensor:
@@ -30,13 +35,14 @@ class FakeTensor:
 
     def zero_(self) -> FakeTensor:
         self.torch.log.append("flush")
+        self.torch.l2 = {k: v for k, v in self.torch.l2.items() if v == "persisting"}
         return self
 
     def float(self) -> FakeTensor:
         return FakeTensor(self.torch, self.array.astype(np.float32), "float32", self.device)
 
     def cpu(self) -> FakeTensor:
-        self.torch.log.append("d2h")
+        self.torch.log.append(f"d2h on {self.torch.cuda.current}")
         return FakeTensor(self.torch, self.array, self.dtype, "cpu")
 
     def numpy(self) -> Any:
@@ -48,18 +54,32 @@ class FakeEvent:
         self.torch = torch
         self.at = 0.0
 
-    def record(self, stream: object) -> None:
-        self.torch.log.append("event")
+    def record(self, stream: FakeStream) -> None:
+        self.torch.log.append(f"event on {stream.name}")
         self.at = self.torch.gpu_ms
+
+    def synchronize(self) -> None:
+        self.torch.log.append("event_sync")
 
     def elapsed_time(self, other: FakeEvent) -> float:
         return other.at - self.at
 
 
+class FakeStream:
+    def __init__(self, name: str, handle: int) -> None:
+        self.name = name
+        self.cuda_stream = handle
+
+
 class FakeCuda:
+    """One device: `gpu_ms` is its clock; `side_ms` is work queued on another stream, which
+    only a device-wide synchronise waits for."""
+
     def __init__(self, torch: FakeTorch, available: bool) -> None:
         self.torch = torch
         self.available = available
+        self.current = "default"
+        self.side_ms = 0.0
 
     def is_available(self) -> bool:
         return self.available
@@ -72,9 +92,19 @@ class FakeCuda:
 
     def synchronize(self) -> None:
         self.torch.log.append("sync")
+        self.torch.gpu_ms += self.side_ms + WAKE_MS
+        self.side_ms = 0.0
 
-    def current_stream(self) -> object:
-        return "stream"
+    def Stream(self) -> FakeStream:
+        return FakeStream("worker", 0x5EED)
+
+    @contextlib.contextmanager
+    def stream(self, stream: FakeStream) -> Iterator[None]:
+        before, self.current = self.current, stream.name
+        try:
+            yield
+        finally:
+            self.current = before
 
     def Event(self, enable_timing: bool = False) -> FakeEvent:
         return FakeEvent(self.torch)
@@ -83,11 +113,14 @@ class FakeCuda:
 class FakeTorch:
     int32 = "int32"
     float32 = "float32"
+    float64 = "float64"
     bfloat16 = "bfloat16"
 
     def __init__(self, available: bool = True) -> None:
         self.log: list[str] = []
         self.gpu_ms = 0.0
+        self.l2: dict[str, str] = {}  # what the L2 holds: name -> "normal" or "persisting"
+        self.window: int | None = None  # the worker stream's access-policy window, if any
         self.cuda = FakeCuda(self, available)
         self.Tensor = FakeTensor
 
@@ -97,36 +130,119 @@ class FakeTorch:
     def from_numpy(self, array: Any) -> FakeTensor:
         return FakeTensor(self, array, str(array.dtype))
 
+    def reset(self) -> None:
+        self.log.append("reset")
+        self.l2 = {k: "normal" for k in self.l2}
 
-def test_a_gpu_call_is_flushed_synchronised_and_timed_by_events() -> None:
-    """Inputs go to the device first, then the flush and a sync, the events around the call
-    alone, a device-wide sync, and the output comes back as declared."""
+    def clear_window(self, stream: int) -> None:
+        self.log.append(f"clear_window {stream:#x}")
+        self.window = None
+
+
+def _device(torch: FakeTorch, device_dtype: str | None = "bfloat16") -> Device:
+    device = Device(
+        torch, device_dtype, reset=torch.reset, clear_window=torch.clear_window,
+        find_runtime=False,
+    )  # fmt: skip
+    torch.log.clear()
+    return device
+
+
+def _doubling(torch: FakeTorch, dtype: str = "bfloat16") -> Any:
+    def kernel(t: FakeTensor) -> FakeTensor:
+        torch.log.append(f"kernel on {torch.cuda.current}")
+        torch.gpu_ms += 0.25
+        return FakeTensor(torch, t.array * 2, dtype, "cuda")
+
+    return kernel
+
+
+def test_a_gpu_call_is_cleaned_synchronised_and_timed_by_events() -> None:
+    """Inputs go to the device first; then the candidate's window is removed, persisting lines
+    reset and L2 flushed, a sync; the events around the call alone on the worker's stream; a
+    device-wide sync and the done event; the output comes back as declared."""
     torch = FakeTorch()
-    device = Device(torch, "bfloat16", reset=lambda: torch.log.append("reset"))
+    device = _device(torch)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     out = np.full((2, 3), np.nan, dtype=np.float32)
-
-    def kernel(t: FakeTensor) -> FakeTensor:
-        torch.log.append("kernel")
-        torch.gpu_ms += 0.25
-        return FakeTensor(torch, t.array * 2, "bfloat16", "cuda")
-
-    elapsed = device.call(kernel, [x], out)
+    elapsed = device.call(_doubling(torch), [x], out)
     assert elapsed == 250_000
-    assert torch.log == ["h2d", "flush", "reset", "sync", "event", "kernel", "event", "sync", "d2h"]
+    assert torch.log == [
+        "h2d", "clear_window 0x5eed", "reset", "flush", "sync",
+        "event on worker", "kernel on worker", "event on worker",
+        "sync", "event on worker", "event_sync", "d2h on worker",
+    ]  # fmt: skip
     assert np.array_equal(out, x * 2)
 
 
-def test_a_gpu_output_must_be_a_plain_tensor_of_the_declared_dtype() -> None:
-    """A lazy stand-in or a wider dtype is refused, as on the CPU."""
+def test_persisting_lines_are_reset_before_the_flush_so_none_survives_a_call() -> None:
+    """A flush evicts only normal lines: a persisting line reset after it would stay resident
+    as a normal one. The candidate's buffer marked persisting in one call is gone by the next."""
     torch = FakeTorch()
-    device = Device(torch, "bfloat16", find_reset=False)
+    device = _device(torch, None)
+    x = np.ones((2, 3), dtype=np.float32)
+    out = np.zeros((2, 3), dtype=np.float32)
+    seen: list[bool] = []
+
+    def keeps_weights_resident(t: FakeTensor) -> FakeTensor:
+        seen.append("weights" in torch.l2)
+        torch.window = 1 << 20
+        torch.l2["weights"] = "persisting"
+        return FakeTensor(torch, t.array, "float32", "cuda")
+
+    for _ in range(3):
+        device.call(keeps_weights_resident, [x], out)
+        assert torch.window is not None  # what the candidate left ...
+    assert seen == [False, False, False]  # ... never helps the next call
+    assert torch.log.index("clear_window 0x5eed") < torch.log.index("reset")
+    assert torch.log.index("reset") < torch.log.index("flush")
+
+
+def test_work_left_on_another_stream_is_measured() -> None:
+    """A kernel queued on a side stream, the current stream not made to wait: the end event
+    comes at once, but the device-wide sync waits for it, and the time past the idle tail is
+    the call's too."""
+    torch = FakeTorch()
+    device = _device(torch, None)
+    assert device.idle_tail_ms == pytest.approx(WAKE_MS)
+    x = np.ones((2, 3), dtype=np.float32)
+    out = np.zeros((2, 3), dtype=np.float32)
+
+    def on_a_side_stream(t: FakeTensor) -> FakeTensor:
+        torch.cuda.side_ms += 0.5
+        return FakeTensor(torch, t.array, "float32", "cuda")
+
+    assert device.call(on_a_side_stream, [x], out) == 500_000
+
+
+def test_a_gpu_output_must_be_a_plain_tensor_of_the_declared_dtype() -> None:
+    """A lazy stand-in, a subclass or a wider dtype is refused, as on the CPU; nothing of a
+    refused object is read (a lazy one never gets to compute)."""
+    torch = FakeTorch()
+    device = _device(torch)
     x = np.zeros((2, 3), dtype=np.float32)
     out = np.zeros((2, 3), dtype=np.float32)
+
+    class Lazy(FakeTensor):
+        @property
+        def dtype(self) -> str:
+            torch.log.append("computed on access")
+            return "bfloat16"
+
+        @dtype.setter
+        def dtype(self, value: str) -> None:
+            pass
+
     with pytest.raises(TypeError, match=r"must be a torch\.Tensor"):
         device.call(lambda t: object(), [x], out)
+    with pytest.raises(TypeError, match=r"must be a torch\.Tensor, got .*Lazy"):
+        device.call(lambda t: Lazy(torch, t.array, "bfloat16", "cuda"), [x], out)
+    assert "computed on access" not in torch.log
     with pytest.raises(TypeError, match="must be bfloat16"):
         device.call(lambda t: FakeTensor(torch, t.array, "float32", "cuda"), [x], out)
+    fp32 = _device(torch, None)
+    with pytest.raises(TypeError, match="must be float32"):
+        fp32.call(lambda t: FakeTensor(torch, t.array, "float64", "cuda"), [x], out)
 
 
 def test_no_cuda_device_is_said_in_one_line() -> None:
