@@ -6,9 +6,22 @@ from collections.abc import Callable
 
 from kz_runner.execute import TaskOutcome
 
-__all__ = ["RunPackage", "cuda_missing"]
+__all__ = ["GPU_VARIANTS", "RunPackage", "cuda_missing"]
 
 RunPackage = Callable[..., TaskOutcome]  # the `judge_gpu_package` fixture of conftest.py
+
+# The sm90 example packages' variants (examples/variants/<variant>/src) and the verdict each
+# must get as a first result: right ones accepted, wrong ones rejected by the checks.
+GPU_VARIANTS: dict[str, dict[str, str]] = {
+    "sm90/GEMM/GEMM/bf16/torch_matmul": {
+        "gemm_sm90_triton": "accepted",
+        "gemm_sm90_wrong": "rejected",
+    },
+    "sm90/Softmax/Softmax/fp32/torch_softmax": {
+        "softmax_sm90_triton": "accepted",
+        "softmax_sm90_wrong": "rejected",
+    },
+}
 
 
 def cuda_missing() -> str | None:

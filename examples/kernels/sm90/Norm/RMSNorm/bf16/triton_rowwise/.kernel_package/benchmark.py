@@ -12,6 +12,8 @@ import numpy as np
 from kz_harness import Benchmark, Timing, Workload
 
 EPS = 1e-6
+BF16 = 2  # bytes per element on the device
+FLOPS_PER_ELEMENT = 4  # x * x and its sum, then x * inv * w
 
 
 def make_inputs(workload, rng):
@@ -26,11 +28,21 @@ def reference(x, w):
     return x64 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + EPS) * w
 
 
+def rmsnorm(name, tokens, hidden):
+    """A workload: x and w read once, y written once."""
+    return Workload(
+        name,
+        {"tokens": tokens, "hidden": hidden},
+        bytes_moved=BF16 * (2 * tokens * hidden + hidden),
+        flops=FLOPS_PER_ELEMENT * tokens * hidden,
+    )
+
+
 BENCHMARK = Benchmark(
     entry="rmsnorm_triton:rmsnorm",
     workloads=[
-        Workload("t4096_h4096", {"tokens": 4096, "hidden": 4096}),
-        Workload("t16_h8192", {"tokens": 16, "hidden": 8192}),
+        rmsnorm("t4096_h4096", 4096, 4096),
+        rmsnorm("t16_h8192", 16, 8192),
     ],
     make_inputs=make_inputs,
     reference=reference,
