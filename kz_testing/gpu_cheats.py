@@ -353,6 +353,10 @@ FAMILIES = frozenset(
 )  # fmt: skip
 
 
+# Flags that say a figure is not the work's cost: a "measured" case must carry none of them.
+_TIMING_FLAGS = frozenset({"timing_bound_broken", "work_outside_events", "below_physical_floor"})
+
+
 def defended(
     case: GpuCase, outcome_reason: str, result: dict[str, Any] | None, log: bytes
 ) -> tuple[bool, str]:
@@ -389,9 +393,13 @@ def _flagged(code: str, result: dict[str, Any]) -> tuple[bool, str]:
 
 
 def _measured(case: GpuCase, outcome_reason: str, result: dict[str, Any]) -> tuple[bool, str]:
-    """Accepted, correct, and every workload's median no less than it can honestly be."""
+    """Accepted, correct, no flag saying its times are not the work's, and every workload's
+    median no less than it can honestly be."""
     if outcome_reason != "accepted" or not result.get("correctness", {}).get("passed"):
         return False, f"not accepted as correct: {outcome_reason}, {result.get('reason')}"
+    timing_flags = {flag.get("code") for flag in result.get("flags", [])} & _TIMING_FLAGS
+    if timing_flags:
+        return False, f"accepted, but its times are flagged: {sorted(map(str, timing_flags))}"
     least = least_plausible_us(case.judge)
     medians = {w["name"]: float(w["value"]) for w in result.get("workloads", [])}
     if set(medians) != set(least):

@@ -143,6 +143,9 @@ def test_a_measured_family_must_be_accepted_and_no_faster_than_the_work_can_be()
     ok, why = defended(case, "accepted", fast, log)
     assert not ok and "under what the work can take" in why
     assert not defended(case, "rejected", _result(accepted=False, passed=False), log)[0]
+    floor = _result(accepted=True, passed=True, median=150.0, flags=("below_physical_floor",))
+    ok, why = defended(case, "accepted", floor, log)
+    assert not ok and "below_physical_floor" in why
 
 
 def test_a_flagged_family_needs_its_flag() -> None:
