@@ -24,10 +24,12 @@ from kz_events.errors import InvalidResult
 __all__ = [
     "NO_METRIC",
     "RESULT_SCHEMA_VERSION",
+    "Ceilings",
     "Check",
     "Comparison",
     "Correctness",
     "Flag",
+    "Floor",
     "Metric",
     "ResultDocument",
     "Score",
@@ -152,6 +154,28 @@ class Speedup(_Part, frozen=True, kw_only=True):
     log_ratios: tuple[float, ...] = ()  # one per block pair; the referee's verdict rests on them
 
 
+class Floor(_Part, frozen=True, kw_only=True):
+    """A workload's physical floor: the least time its declared work takes at the device's
+    measured ceilings (in the metric's unit), which term bounds it, and `attained`, the floor
+    over the median (1 is at the ceiling)."""
+
+    value: float | None = None
+    bound: str | None = None  # memory, compute
+    bytes_moved: int | None = None
+    flops: int | None = None
+    attained: float | None = None
+
+
+class Ceilings(_Part, frozen=True, kw_only=True):
+    """What the device reached in the trusted worker: copy bandwidth (bytes read plus
+    written per second) and a matrix product's rate in `dtype` (FLOP per second)."""
+
+    bytes_per_s: float | None = None
+    flops_per_s: float | None = None
+    dtype: str | None = None
+    device: str | None = None
+
+
 class WorkloadResult(_Part, frozen=True, kw_only=True):
     """One workload: its headline value, the candidate's statistics and, side by side, each
     rival's statistics and the speed-up over it."""
@@ -164,6 +188,7 @@ class WorkloadResult(_Part, frozen=True, kw_only=True):
     speedup: Speedup | None = None
     reference: Stats | None = None
     reference_speedup: Speedup | None = None
+    floor: Floor | None = None
 
 
 class Check(_Part, frozen=True, kw_only=True):
@@ -252,6 +277,7 @@ class ResultDocument(_Part, frozen=True, kw_only=True):
     timing: Timing | None = None
     comparison: Comparison | None = None
     score: Score | None = None
+    ceilings: Ceilings | None = None
 
     @classmethod
     def of(cls, data: ResultDocument | Mapping[str, Any] | bytes | str) -> ResultDocument:

@@ -42,7 +42,8 @@ _SLOT_INDEX = struct.Struct("<I")
 
 
 class Op:
-    """Operation bytes. judge -> worker: LOAD, SLOTS, CALL, EXIT; worker -> judge: OK, DONE,
+    """Operation bytes. judge -> worker: LOAD, SLOTS, CALL, EXIT, CEILINGS (the calibration
+    worker's measured ceilings, answered by an OK carrying them); worker -> judge: OK, DONE,
     ERROR. judge -> runner (control): SPAWN, STOP, CONT, INSPECT, KILL; runner -> judge: OK,
     ERROR."""
 
@@ -50,6 +51,7 @@ class Op:
     SLOTS = 2
     CALL = 3
     EXIT = 4
+    CEILINGS = 5
     OK = 10
     DONE = 11
     ERROR = 12

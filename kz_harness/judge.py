@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kz_harness.ceilings import SUSPECT_SHARE, Ceilings, floor_s
 from kz_harness.channel import (
     Channel,
     ChannelClosed,
@@ -85,10 +86,17 @@ _FLOOR_SHARE = 0.25
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """A named shape of the problem; `params` are what `make_inputs` reads."""
+    """A named shape of the problem; `params` are what `make_inputs` reads.
+
+    `bytes_moved` (each input read once, the output written once) and `flops` are the least
+    work a call must do; with the device's measured ceilings they give the workload's
+    physical floor, shown on the result, and a median under it marks the result suspect.
+    """
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    bytes_moved: int = 0
+    flops: int = 0
 
     def __getitem__(self, key: str) -> Any:
         return self.params[key]
@@ -150,9 +158,18 @@ class Link:
         self.channel.send_json(op, document, fds)
 
     def answered(self) -> None:
+        self._answered()
+
+    def ask(self, op: int, document: Mapping[str, Any]) -> dict[str, Any]:
+        """Send a request and return the document its OK carries."""
+        self.send(op, document)
+        return decode_json(self._answered())
+
+    def _answered(self) -> bytes:
         answer, payload = self._answer()
         if answer != Op.OK:
             raise CandidateFailed(f"the {self.name} worker refused: {_message(payload)}")
+        return payload
 
     def call(self, slot: int) -> tuple[int, int | None]:
         """Run one call in `slot`: the judge's wall time of it in ns, and the device time the
@@ -405,15 +422,60 @@ class Benchmark:
                 del rivals[name]
         measured: list[tuple[Workload, _Measured]] = []
         failure = ""
+        ceilings: Ceilings | None = None
         try:
             candidate.answered()
-            _check_alone(control, candidate, flags, "after loading")
+            baseline = control.inspect(calibration)  # what the runtime itself starts (CUDA's)
+            _check_alone(control, candidate, flags, "after loading", baseline)
+            ceilings = self._ceilings(control, calibration, [candidate, *rivals.values()])
             for workload in self.workloads:
-                run = _WorkloadRun(self, np, workload, inputs_rng, pick_rng, flags)
+                run = _WorkloadRun(self, np, workload, inputs_rng, pick_rng, flags, baseline)
                 measured.append((workload, run.measure(control, candidate, calibration, rivals)))
         except CandidateFailed as exc:
             failure = str(exc)
-        return self._document(np, cpu, measured, failure, flags, notes)
+        return self._document(np, cpu, measured, failure, flags, notes, ceilings)
+
+    def _ceilings(self, control: Control, calibration: Link, others: list[Link]) -> Ceilings | None:
+        """The device's ceilings, measured by the trusted calibration worker with everyone
+        else stopped; only when a workload declares the work a call must do."""
+        if not any(w.bytes_moved or w.flops for w in self.workloads):
+            return None
+        for link in others:
+            control.stop(link)
+        try:
+            return Ceilings.from_dict(calibration.ask(Op.CEILINGS, {"dtype": self.dtype}))
+        except CandidateFailed as exc:  # the trusted worker: this runner cannot measure them
+            raise HarnessUnavailable(f"this runner cannot measure its ceilings: {exc}") from exc
+        finally:
+            for link in others:
+                control.cont(link)
+
+    def _floor(
+        self, workload: Workload, measured: _Measured, ceilings: Ceilings | None, flags: _Flags
+    ) -> dict[str, Any]:
+        """The workload's physical floor against the measured ceilings, and how near the
+        median came to it; a median under `SUSPECT_SHARE` of it is flagged."""
+        if ceilings is None or not (workload.bytes_moved or workload.flops):
+            return {}
+        seconds, bound = floor_s(ceilings, bytes_moved=workload.bytes_moved, flops=workload.flops)
+        value = seconds / UNITS[self.time_unit]
+        median = measured.stats.median
+        if median < SUSPECT_SHARE * value:
+            flags.add(
+                "below_physical_floor",
+                f"{workload.name}: a median of {median:.4g} {self.time_unit} is under the "
+                f"physical floor of {value:.4g} {self.time_unit} ({bound}-bound at the "
+                "measured ceilings): the work was not all measured, or is less than declared",
+            )
+        return {
+            "floor": {
+                "value": value,
+                "bound": bound,
+                "bytes_moved": workload.bytes_moved,
+                "flops": workload.flops,
+                "attained": value / median if median > 0 else None,
+            }
+        }
 
     def _comparison(self, measured: list[tuple[Workload, _Measured]]) -> Comparison | None:
         """The side-by-side verdict when the incumbent was measured beside the candidate."""
@@ -428,6 +490,7 @@ class Benchmark:
         failure: str,
         flags: _Flags,
         notes: Mapping[str, str],
+        ceilings: Ceilings | None = None,
     ) -> dict[str, Any]:
         unit = self.metric["unit"]
         checks = [check for _, m in measured for check in m.checks]
@@ -440,6 +503,7 @@ class Benchmark:
                 "stats": m.stats,
                 "channel_overhead": m.overhead_ns * UNITS["ns"] / UNITS[self.time_unit],
                 **_beside(m),
+                **self._floor(w, m, ceilings, flags),
             }
             for w, m in measured
         ]
@@ -471,6 +535,8 @@ class Benchmark:
         if value is None:
             document["metric"]["value"] = None
         document["flags"] = flags.to_list()
+        if ceilings is not None:
+            document["ceilings"] = ceilings.to_dict()
         if comparison is not None:
             document["comparison"] = comparison.to_dict()
         elif "incumbent" in notes:
@@ -495,13 +561,21 @@ class Benchmark:
         return document
 
 
-def _check_alone(control: Control, link: Link, flags: _Flags, when: str) -> None:
-    """Flag what the runner sees of the worker beyond its one process and serving thread."""
+def _check_alone(
+    control: Control, link: Link, flags: _Flags, when: str, baseline: Mapping[str, int]
+) -> None:
+    """Flag what the runner sees of the worker beyond what the trusted calibration worker,
+    loaded the same way, has: one process, its serving thread and the threads the device's
+    runtime starts (CUDA's, on a GPU)."""
     seen = control.inspect(link)
     if seen["processes"] > 1:
         flags.add("extra_processes", f"the worker had {seen['processes']} processes {when}")
-    if seen["threads"] > seen["processes"]:
-        flags.add("extra_threads", f"the worker had {seen['threads']} threads {when}")
+    allowed = max(int(baseline["threads"]), 1) + seen["processes"] - 1
+    if seen["threads"] > allowed:
+        flags.add(
+            "extra_threads",
+            f"the worker had {seen['threads']} threads {when}, the trusted one {allowed}",
+        )
 
 
 def _ratios(measured: list[tuple[Workload, _Measured]], rival: str) -> list[list[float]] | None:
@@ -593,8 +667,10 @@ class _WorkloadRun:
         inputs_rng: Any,
         pick_rng: Any,
         flags: _Flags,
+        baseline: Mapping[str, int],
     ) -> None:
         self.bench = bench
+        self.baseline = baseline
         self.np = np
         self.workload = workload
         self.rng = inputs_rng
@@ -653,12 +729,12 @@ class _WorkloadRun:
             control.stop(calibration)
             control.cont(candidate)
             self._one_call(candidate, keep=True)  # the untimed first call, checked always
-            _check_alone(control, candidate, self.flags, "after its first call")
+            _check_alone(control, candidate, self.flags, "after its first call", self.baseline)
             if others:
                 samples, theirs = self._side_by_side(control, candidate, others)
             else:
                 samples, theirs = self._sample(control, candidate), {}
-            _check_alone(control, candidate, self.flags, "after the timed calls")
+            _check_alone(control, candidate, self.flags, "after the timed calls", self.baseline)
             for link in (calibration, *measured):
                 control.cont(link)
         finally:
@@ -762,12 +838,14 @@ class _WorkloadRun:
         return medians
 
     def _settled(self) -> bool:
-        """Whether sampling can stop: once the interval against the incumbent clears the
-        margin or falls short of it — at once when it falls short (a result not faster goes
-        on no board) — and the interval against the reference, whose speed-up is the board's
-        score, is narrower than the margin. A confirmation run (`KZ_CONFIRMATION`) measures as
-        the run it confirms did, its incumbent being main's copy of the same source, and so
-        waits for the score alone."""
+        """Whether sampling can stop: at once when the interval against the incumbent falls
+        short of the margin (a result not faster goes on no board); when it clears the
+        margin, once it is also narrower than the margin, since a faster result's speed-up is
+        a figure the board and the commit show and must come out the same in another task;
+        and once the interval against the reference, whose speed-up is the board's score, is
+        narrower than the margin. A confirmation run (`KZ_CONFIRMATION`) measures as the run
+        it confirms did, its incumbent being main's copy of the same source, and so waits for
+        the score alone."""
         margin = self.bench.margin
         intervals = {name: speedup_interval([r])[1:] for name, r in self.log_ratios.items()}
         if os.environ.get(CONFIRMATION_ENV) == "1":  # only the score counts
@@ -778,6 +856,8 @@ class _WorkloadRun:
                 return False
             if high < 1 + margin:
                 return True
+            if high > low * (1 + margin):
+                return False
         if "reference" in intervals:
             low, high = intervals["reference"]
             return high <= low * (1 + margin)

@@ -264,6 +264,15 @@ class _Worker:
             slot.device_blank = cached
         return cached
 
+    def ceilings(self, document: dict[str, Any]) -> dict[str, Any]:
+        """The device's measured ceilings; only the trusted calibration worker measures."""
+        if not self.calibrate:
+            raise PermissionError("only the calibration worker measures the ceilings")
+        from kz_harness.ceilings import measure
+
+        torch = self.device.torch if self.device is not None else None
+        return measure(self.np, str(document.get("dtype", "fp32")), torch).to_dict()
+
     def serve(self) -> int:
         handlers: dict[int, Callable[[bytes, list[int]], None]] = {
             Op.LOAD: lambda payload, _fds: self.load(decode_json(payload)),
@@ -276,6 +285,9 @@ class _Worker:
                     return 0
                 if op == Op.CALL:
                     self.channel.send(Op.DONE, self.call(slot_index(payload)))
+                    continue
+                if op == Op.CEILINGS:
+                    self.channel.send_json(Op.OK, self.ceilings(decode_json(payload)))
                     continue
                 handlers[op](payload, fds)
                 self.channel.send(Op.OK)

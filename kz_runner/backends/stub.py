@@ -2,10 +2,12 @@
 
 `src/stub.json` in the work dir may script the outcome: {"verdict": "accept" | "reject" |
 "build_fail" | "error" | "hang" | "invalid", "value": float, "incumbent": float, "reference":
-float}. Without it the step accepts with a value derived from the hash of the package's files,
-so the same package always gets the same number. With `incumbent` the document carries the
-side-by-side figures a judge reports when it measured the incumbent beside the candidate; with
-`reference`, those of the board's pinned reference and the score over it.
+float, "floor": float}. Without it the step accepts with a value derived from the hash of the
+package's files, so the same package always gets the same number. With `incumbent` the
+document carries the side-by-side figures a judge reports when it measured the incumbent
+beside the candidate; with `reference`, those of the board's pinned reference and the score
+over it; with `floor`, each workload's physical floor (memory-bound) and the ceilings it was
+taken against.
 """
 
 from __future__ import annotations
@@ -113,6 +115,19 @@ def _beside_reference(document: dict[str, Any], reference: float) -> dict[str, A
     return document
 
 
+def _with_floor(document: dict[str, Any], floor: float) -> dict[str, Any]:
+    """The document with a memory-bound floor on each workload, at 1 TB/s and 10 TFLOP/s."""
+    for workload in document["workloads"]:
+        workload["floor"] = {
+            "value": floor, "bound": "memory", "bytes_moved": int(floor * 1e6), "flops": 0,
+            "attained": floor / workload["value"],
+        }  # fmt: skip
+    document["ceilings"] = {
+        "bytes_per_s": 1e12, "flops_per_s": 1e13, "dtype": "float32", "device": "stub",
+    }  # fmt: skip
+    return document
+
+
 def _document(accepted: bool, value: float, kernel_id: str) -> dict[str, Any]:
     return {
         "schema_version": 1,
@@ -190,5 +205,7 @@ class StubBackend:
             document = _side_by_side(document, float(script["incumbent"]))
         if "reference" in script:
             document = _beside_reference(document, float(script["reference"]))
+        if "floor" in script:
+            document = _with_floor(document, float(script["floor"]))
         _send(result_fd, json.dumps(document).encode())
         return _result(0, f"stub benchmark: {verdict} value={value}\n")

@@ -26,14 +26,15 @@ SCORED = f"{GEMM}/scored_tile"
 @pytest.fixture(scope="module")
 def scored(webui_base_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A new kernel on the GEMM board whose judge measured the pinned reference beside it
-    (stub: 100 us against the reference's 1840 us, a speed-up of 18.4 with a 5 % interval)."""
+    (stub: 100 us against the reference's 1840 us, a speed-up of 18.4 with a 5 % interval;
+    a floor of 40 us at the stub's ceilings)."""
     folder = tmp_path_factory.mktemp("scored")
     pkg = folder / "pkg"
     shutil.copytree(EXAMPLES / GEMM / "numpy_ref", pkg)
     for file in ("desc.yaml", "bench_result.yaml"):
         path = pkg / ".kernel_package" / file
         path.write_text(path.read_text().replace(f"{GEMM}/numpy_ref", SCORED))
-    stub = {"verdict": "accept", "value": 100.0, "reference": 1840.0}
+    stub = {"verdict": "accept", "value": 100.0, "reference": 1840.0, "floor": 40.0}
     tarball = pack_variant(pkg, folder / "package.tar.gz", stub)
     with httpx.Client(base_url=webui_base_url, timeout=30) as client:
         sid = submit_package(client, tarball, SCORED, "ada", "tiled, scored side by side")
@@ -147,3 +148,19 @@ def test_runners_liveness_comes_from_the_api_alone(
     runners.locator(".state-error").wait_for()
     assert runners.locator("tbody tr").count() == 0
     assert re.search("503|log_unavailable", runners.inner_text())
+
+
+def test_the_submission_page_shows_each_workloads_physical_floor(
+    page: Any, webui_base_url: str, scored: str
+) -> None:
+    """Where the benchmark declares the work, each workload's floor at the measured ceilings
+    and how near the median came to it (40 us of 100 us: 40 %), with the ceilings named."""
+    page.goto(f"{webui_base_url}/webui/#/submission/{scored}")
+    page.wait_for_selector("table.workloads tbody tr")
+    table = page.locator("table.workloads")
+    heads = [h.lower() for h in table.locator("thead th").all_inner_texts()]
+    assert heads[-2:] == ["floor (us)", "of floor"]
+    cells = table.locator("tbody tr").first.locator("td").all_inner_texts()
+    assert cells[-2:] == ["40 mem", "40 %"]
+    ceilings = page.locator(".ceilings").inner_text()
+    assert "measured ceilings of stub" in ceilings and "1.00 TB/s" in ceilings

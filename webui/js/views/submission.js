@@ -122,12 +122,40 @@ function resultSection(d, result, best) {
   return [
     h('p', { class: 'verdict' }, TERMINAL.has(d.status) ? statusBadge(d.status) : null, ' ', h('span', { class: 'big mono' }, shown), metric.name ? h('span', { class: 'muted' }, ` ${metric.name}`) : null, result.reason ? h('span', { class: 'reason' }, ` — judge: ${result.reason}`) : null),
     comparisonTable(comparison, scale),
-    workloads.length
-      ? h('div', { class: 'table-wrap' }, h('table', { class: 'dense' }, h('thead', {}, h('tr', {}, ['workload', `value (${scale.unit})`, 'p10', 'p90', 'stdev', 'samples'].map((t, i) => h('th', { scope: 'col', class: i ? 'num' : null, title: i === 1 ? 'the median of the samples' : null }, t)))), h('tbody', {}, workloads.map((w) => h('tr', {}, h('td', { class: 'mono' }, w.name), h('td', { class: 'num strong' }, formatScaled(w.value, scale)), ['p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(w.stats?.[k], scale))), h('td', { class: 'num' }, samplesOf(w.stats)))))))
-      : null,
+    workloadTable(workloads, scale),
+    ceilingsLine(result.ceilings),
     result.correctness ? h('p', {}, 'correctness: ', result.correctness.passed ? badge('passed', 'good') : badge('failed', 'bad'), ` ${(result.correctness.checks ?? []).map((c) => `${c.name}${c.passed ? '' : ' ✗'}`).join(', ')}`) : null,
     result.environment ? h('p', { class: 'muted small mono' }, Object.entries(result.environment).map(([k, v]) => `${k}: ${v}`).join(' · ')) : null,
   ];
+}
+
+/**
+ * Each workload's statistics and, where the benchmark declares the work a call must do, its
+ * physical floor at the device's measured ceilings and how near the median came to it.
+ */
+function workloadTable(workloads, scale) {
+  if (!workloads.length) return null;
+  const floors = workloads.some((w) => Number.isFinite(w.floor?.value));
+  const heads = [['workload', null], [`value (${scale.unit})`, 'the median of the samples'], ['p10', null], ['p90', null], ['stdev', null], ['samples', null], ...(floors ? [[`floor (${scale.unit})`, 'the least time the declared work takes at the measured ceilings'], ['of floor', 'the floor over the median: 100 % is at the ceiling']] : [])];
+  const attained = (w) => (Number.isFinite(w.floor?.attained) ? `${(100 * w.floor.attained).toFixed(w.floor.attained < 0.1 ? 1 : 0)} %` : '—');
+  const cells = (w) => [
+    h('td', { class: 'mono' }, w.name),
+    h('td', { class: 'num strong' }, formatScaled(w.value, scale)),
+    ...['p10', 'p90', 'stdev'].map((k) => h('td', { class: 'num' }, formatScaled(w.stats?.[k], scale))),
+    h('td', { class: 'num' }, samplesOf(w.stats)),
+    ...(floors ? [h('td', { class: 'num', title: w.floor ? `${w.floor.bound}-bound` : null }, w.floor ? `${formatScaled(w.floor.value, scale)} ${w.floor.bound === 'compute' ? 'FLOP' : 'mem'}` : '—'), h('td', { class: 'num' }, attained(w))] : []),
+  ];
+  return h('div', { class: 'table-wrap' }, h('table', { class: 'dense workloads' },
+    h('thead', {}, h('tr', {}, heads.map(([text, title], i) => h('th', { scope: 'col', class: i ? 'num' : null, title }, text)))),
+    h('tbody', {}, workloads.map((w) => h('tr', {}, cells(w)))),
+  ));
+}
+
+/** The ceilings the floors were taken against, as the judge's trusted worker measured them. */
+function ceilingsLine(c) {
+  if (!c || !Number.isFinite(c.bytes_per_s) || !Number.isFinite(c.flops_per_s)) return null;
+  const rate = (x, unit) => (x >= 1e12 ? `${(x / 1e12).toFixed(2)} T${unit}` : `${(x / 1e9).toFixed(1)} G${unit}`);
+  return h('p', { class: 'muted small ceilings' }, `floors at the measured ceilings of ${c.device ?? 'the device'}: copy ${rate(c.bytes_per_s, 'B/s')}, ${c.dtype ?? ''} product ${rate(c.flops_per_s, 'FLOP/s')}`);
 }
 
 function interval(pair) {
