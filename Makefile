@@ -9,12 +9,13 @@ PYTEST := $(BIN)/pytest
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help setup system-deps up test lint types unit integration system webui-js webui-browser \
-        coverage bench schemas clean
+        coverage bench schemas clean gpu-check gpu-wheels
 
 help:
 	@echo "make up      - install and run the whole platform locally (prints the URL)"
 	@echo "make test    - install and run lint, types and every test suite"
 	@echo "make bench   - run every benchmark and write bench/RESULTS.md"
+	@echo "make gpu-check - on a CUDA host: the GPU check (docs/gpu.md; OUT=folder)"
 
 $(STAMP): pyproject.toml
 	@bash scripts/system-deps.sh
@@ -66,6 +67,13 @@ bench: setup
 schemas: setup
 	$(BIN)/python -m kz_events.schema_gen
 	$(BIN)/python -m kz_events.vocab_gen
+
+# Not part of `make test`: the GPU check needs a CUDA host and the wheel set (docs/gpu.md).
+gpu-wheels: setup
+	bash scripts/gpu_wheels.sh
+
+gpu-check:
+	bash scripts/gpu_check.sh $(ARGS) $(OUT)
 
 clean:
 	rm -rf $(VENV) .kz kernel_data .pytest_cache .mypy_cache .ruff_cache .coverage*
