@@ -28,7 +28,7 @@ def reference(x, w):
     return x64 / np.sqrt(np.mean(x64 * x64, axis=-1, keepdims=True) + EPS) * w
 
 
-def rmsnorm(name, tokens, hidden):
+def rmsnorm_workload(name, tokens, hidden):
     """A workload: x and w read once, y written once."""
     return Workload(
         name,
@@ -41,8 +41,8 @@ def rmsnorm(name, tokens, hidden):
 BENCHMARK = Benchmark(
     entry="rmsnorm_triton:rmsnorm",
     workloads=[
-        rmsnorm("t4096_h4096", 4096, 4096),
-        rmsnorm("t16_h8192", 16, 8192),
+        rmsnorm_workload("t4096_h4096", 4096, 4096),
+        rmsnorm_workload("t16_h8192", 16, 8192),
     ],
     make_inputs=make_inputs,
     reference=reference,

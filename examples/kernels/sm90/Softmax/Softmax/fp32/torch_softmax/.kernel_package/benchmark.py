@@ -19,7 +19,10 @@ FLOPS_PER_ELEMENT = 4  # the row's max, x - max, the sum of exp, the division (e
 
 
 def make_inputs(workload, rng):
-    return (rng.standard_normal((workload["rows"], workload["cols"]), dtype=np.float32),)
+    # Uniform in [-4, 4): drawn several times faster than normals (the judge draws new inputs
+    # for every call), and softmax's outputs span e^8 within a row.
+    x = rng.random((workload["rows"], workload["cols"]), dtype=np.float32) * 8 - 4
+    return (x,)
 
 
 def reference(x):
@@ -28,7 +31,7 @@ def reference(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def softmax(name, rows, cols):
+def softmax_workload(name, rows, cols):
     """A workload: x read once, the result written once."""
     return Workload(
         name,
@@ -41,8 +44,8 @@ def softmax(name, rows, cols):
 BENCHMARK = Benchmark(
     entry="softmax:softmax",
     workloads=[
-        softmax("r4096_c4096", 4096, 4096),
-        softmax("r32_c32768", 32, 32768),
+        softmax_workload("r1024_c4096", 1024, 4096),
+        softmax_workload("r16_c32768", 16, 32768),
     ],
     make_inputs=make_inputs,
     reference=reference,
