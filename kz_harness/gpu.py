@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,9 +44,20 @@ def load_torch() -> Any:
     return torch
 
 
+def _cudart_names() -> tuple[str, ...]:
+    """The runtime's sonames to try, the one of torch's CUDA first when torch is loaded (the
+    same soname finds the library torch loaded, not another copy on the library path)."""
+    torch = sys.modules.get("torch")
+    version = getattr(getattr(torch, "version", None), "cuda", None)
+    if not isinstance(version, str) or not version.partition(".")[0].isdigit():
+        return _CUDART_NAMES
+    first = f"libcudart.so.{version.partition('.')[0]}"
+    return (first, *(name for name in _CUDART_NAMES if name != first))
+
+
 def _runtime_function(name: str) -> Any:
     """`name` from the CUDA runtime library (the one torch loaded, by its soname), or None."""
-    for library in _CUDART_NAMES:
+    for library in _cudart_names():
         try:
             runtime = ctypes.CDLL(library)
         except OSError:

@@ -244,7 +244,8 @@ class Value(ctypes.Union):
 
 
 def _runtime():
-    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+    major = (torch.version.cuda or "12").partition(".")[0]  # the runtime torch loaded
+    for name in (f"libcudart.so.{major}", "libcudart.so"):
         try:
             return ctypes.CDLL(name)
         except OSError:

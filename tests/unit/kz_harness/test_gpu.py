@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+import kz_harness.gpu as gpu
 from kz_harness.errors import HarnessUnavailable
 from kz_harness.gpu import bench_gpu, load_torch
 
@@ -142,3 +144,13 @@ def test_without_torch_or_a_gpu_the_error_says_so(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(gpu.importlib, "import_module", lambda name: no_cuda)
     with pytest.raises(HarnessUnavailable, match="no CUDA device"):
         bench_gpu(lambda: None, tuple)
+
+
+def test_the_runtime_of_torchs_cuda_is_tried_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With torch loaded, its CUDA major's soname comes first (the library torch loaded);
+    without it, or without a CUDA build, the plain list."""
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(version=SimpleNamespace(cuda="13.0")))
+    names = gpu._cudart_names()
+    assert names[0] == "libcudart.so.13" and len(names) == len(set(names))
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(version=SimpleNamespace(cuda=None)))
+    assert gpu._cudart_names() == gpu._CUDART_NAMES
