@@ -148,6 +148,7 @@ _ATTRS: dict[str, str] = {
     "__array_interface__": "address_read",
     "ctypes": "address_read",  # an array's .ctypes.data (the module's import is `ctypes`)
     "__cuda_array_interface__": "address_read",
+    "data_ptr": "address_read",  # a torch tensor's device address
     "tobytes": "content_key",
 }
 # Path methods that write, called on anything (checked at the call, where the path is seen).

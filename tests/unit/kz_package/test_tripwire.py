@@ -36,6 +36,7 @@ PYTHON_CASES = [
     ("import ctypes\n", "ctypes"),
     ("import cffi\n", "ctypes"),
     ("import os\nos._exit(0)\n", "early_exit"),
+    ("def k(t):\n    return {t.data_ptr(): t}\n", "address_read"),
     ("from os import _exit\n", "early_exit"),
     ("import atexit\n", "atexit"),
     ("import weakref\nweakref.finalize(object(), print)\n", "atexit"),
