@@ -82,6 +82,9 @@ _CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted i
 _CPU_RATIO = 1.05
 # A call's figure under this share of the channel's own cost is not a measurement of the work.
 _FLOOR_SHARE = 0.25
+# A look after each round only decides whether to sample on: a coarser bootstrap will do (the
+# verdict's interval, the judge's and the referee's, takes the full RESAMPLES).
+_LOOK_RESAMPLES = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -847,7 +850,10 @@ class _WorkloadRun:
         it confirms did, its incumbent being main's copy of the same source, and so waits for
         the score alone."""
         margin = self.bench.margin
-        intervals = {name: speedup_interval([r])[1:] for name, r in self.log_ratios.items()}
+        intervals = {
+            name: speedup_interval([r], resamples=_LOOK_RESAMPLES)[1:]
+            for name, r in self.log_ratios.items()
+        }
         if os.environ.get(CONFIRMATION_ENV) == "1":  # only the score counts
             intervals.pop("incumbent", None)
         if "incumbent" in intervals:

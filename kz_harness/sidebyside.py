@@ -2,9 +2,11 @@
 
 The judge times the challenger and the incumbent in interleaved blocks on the same inputs;
 each pair of blocks gives one log-ratio, log(median challenger / median incumbent). Per
-workload the estimate is the mean of its log-ratios; across workloads, the mean of those (the
-geometric mean of the ratios). The interval is a stratified percentile bootstrap: blocks are
-resampled within each workload, so a workload with more blocks does not weigh more. The
+workload the estimate is the 20 % trimmed mean of its log-ratios (a burst of host noise that
+lands on one side of a pair moves it no more than any other block); across workloads, the mean
+of those (the geometric mean of the ratios). The interval is a stratified percentile
+bootstrap: blocks are resampled within each workload, so a workload with more blocks does not
+weigh more. The
 bootstrap's generator is seeded from nothing but the samples, so the same samples always
 give the same interval (a replay re-derives it).
 
@@ -37,6 +39,7 @@ __all__ = [
     "reference_score",
     "small_sample_factor",
     "speedup_interval",
+    "trimmed_mean",
 ]
 
 FASTER = "faster"
@@ -44,6 +47,14 @@ NOT_FASTER = "not_faster"
 INCONCLUSIVE = "inconclusive"
 CONFIDENCE = 0.95
 RESAMPLES = 2000
+TRIM = 0.2  # the share of block log-ratios left out at each end of a workload's estimate
+
+
+def trimmed_mean(values: Sequence[float], trim: float = TRIM) -> float:
+    """The mean of `values` without the `trim` share at each end (none when too few)."""
+    ordered = sorted(values)
+    cut = int(trim * len(ordered))
+    return fmean(ordered[cut : len(ordered) - cut])
 
 
 def _seed(groups: Sequence[Sequence[float]]) -> int:
@@ -66,10 +77,10 @@ def speedup_interval(
         raise HarnessError("each workload needs at least two block pairs for an interval")
     if not 0 < confidence < 1:
         raise HarnessError(f"confidence must be within (0, 1), got {confidence}")
-    estimate = fmean([fmean(g) for g in groups])
+    estimate = fmean([trimmed_mean(g) for g in groups])
     rng = random.Random(_seed(groups))
     draws = sorted(
-        fmean([fmean(rng.choices(g, k=len(g))) for g in groups]) for _ in range(resamples)
+        fmean([trimmed_mean(rng.choices(g, k=len(g))) for g in groups]) for _ in range(resamples)
     )
     tail = (1 - confidence) / 2
     widen = small_sample_factor(min(len(g) for g in groups), confidence)
