@@ -6,9 +6,8 @@ workload the estimate is the 20 % trimmed mean of its log-ratios (a burst of hos
 lands on one side of a pair moves it no more than any other block); across workloads, the mean
 of those (the geometric mean of the ratios). The interval is a stratified percentile
 bootstrap: blocks are resampled within each workload, so a workload with more blocks does not
-weigh more. The
-bootstrap's generator is seeded from nothing but the samples, so the same samples always
-give the same interval (a replay re-derives it).
+weigh more. The bootstrap's generator is seeded from nothing but the samples, so the same
+samples always give the same interval (a replay re-derives it).
 
 Outcomes, with the speed-up S = incumbent time / challenger time and the board's margin m:
 *faster* when the whole interval is above 1 + m, *not faster* when the whole interval is below
