@@ -48,9 +48,9 @@ class Device:
        measured once) is work the call left behind and is added to the call's device time,
        so a kernel on a side stream is measured for what it costs;
     5. the output checked to be exactly a `torch.Tensor` (no subclass, nothing lazy) of the
-       declared dtype and shape, and copied back on the worker's stream at once: a thread
-       that writes it later is too late, and nothing the candidate queued on another stream
-       after the window orders this copy behind it.
+       declared dtype and shape, then copied back at once on a copy stream that waits for
+       `done` alone: a thread that writes the output later is too late, and nothing queued
+       after `done`, on the worker's stream or any other, orders the copy behind it.
 
     The worker is untrusted: a candidate can patch all of this in its own process. What
     counts is the judge's bound on the reported times (`device_time_problems`).
@@ -86,6 +86,7 @@ class Device:
         self.reset = reset
         self.clear_window = clear_window
         self.stream = self.cuda.Stream()
+        self.copy_stream = self.cuda.Stream()
         self.start = self.cuda.Event(enable_timing=True)
         self.end = self.cuda.Event(enable_timing=True)
         self.done = self.cuda.Event(enable_timing=True)
@@ -149,8 +150,10 @@ class Device:
                 f"the output must be {want} of shape {tuple(out.shape)}, "
                 f"got {result.dtype} of shape {tuple(result.shape)}"
             )
-        host = result.float() if self.device_dtype is not None else result
-        out[...] = host.cpu().numpy()
+        with self.cuda.stream(self.copy_stream):
+            self.copy_stream.wait_event(self.done)
+            host = result.float() if self.device_dtype is not None else result
+            out[...] = host.cpu().numpy()
 
 
 class _Slot:

@@ -50,25 +50,30 @@ class FakeTensor:
 
 
 class FakeEvent:
-    def __init__(self, torch: FakeTorch) -> None:
+    def __init__(self, torch: FakeTorch, name: str) -> None:
         self.torch = torch
+        self.name = name
         self.at = 0.0
 
     def record(self, stream: FakeStream) -> None:
-        self.torch.log.append(f"event on {stream.name}")
+        self.torch.log.append(f"{self.name} on {stream.name}")
         self.at = self.torch.gpu_ms
 
     def synchronize(self) -> None:
-        self.torch.log.append("event_sync")
+        self.torch.log.append(f"{self.name} sync")
 
     def elapsed_time(self, other: FakeEvent) -> float:
         return other.at - self.at
 
 
 class FakeStream:
-    def __init__(self, name: str, handle: int) -> None:
+    def __init__(self, torch: FakeTorch, name: str, handle: int) -> None:
+        self.torch = torch
         self.name = name
         self.cuda_stream = handle
+
+    def wait_event(self, event: FakeEvent) -> None:
+        self.torch.log.append(f"{self.name} waits for {event.name}")
 
 
 class FakeCuda:
@@ -80,6 +85,8 @@ class FakeCuda:
         self.available = available
         self.current = "default"
         self.side_ms = 0.0
+        self.streams = 0
+        self.events = 0
 
     def is_available(self) -> bool:
         return self.available
@@ -96,7 +103,9 @@ class FakeCuda:
         self.side_ms = 0.0
 
     def Stream(self) -> FakeStream:
-        return FakeStream("worker", 0x5EED)
+        self.streams += 1
+        name, handle = ("worker", 0x5EED) if self.streams % 2 else ("copy", 0xC0)
+        return FakeStream(self.torch, name, handle)
 
     @contextlib.contextmanager
     def stream(self, stream: FakeStream) -> Iterator[None]:
@@ -107,7 +116,8 @@ class FakeCuda:
             self.current = before
 
     def Event(self, enable_timing: bool = False) -> FakeEvent:
-        return FakeEvent(self.torch)
+        self.events += 1
+        return FakeEvent(self.torch, ("start", "end", "done")[(self.events - 1) % 3])
 
 
 class FakeTorch:
@@ -160,7 +170,8 @@ def _doubling(torch: FakeTorch, dtype: str = "bfloat16") -> Any:
 def test_a_gpu_call_is_cleaned_synchronised_and_timed_by_events() -> None:
     """Inputs go to the device first; then the candidate's window is removed, persisting lines
     reset and L2 flushed, a sync; the events around the call alone on the worker's stream; a
-    device-wide sync and the done event; the output comes back as declared."""
+    device-wide sync and the done event; the output comes back as declared, copied on a stream
+    that waits for `done` alone (nothing queued after it on the worker's stream delays it)."""
     torch = FakeTorch()
     device = _device(torch)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -169,8 +180,8 @@ def test_a_gpu_call_is_cleaned_synchronised_and_timed_by_events() -> None:
     assert elapsed == 250_000
     assert torch.log == [
         "h2d", "clear_window 0x5eed", "reset", "flush", "sync",
-        "event on worker", "kernel on worker", "event on worker",
-        "sync", "event on worker", "event_sync", "d2h on worker",
+        "start on worker", "kernel on worker", "end on worker",
+        "sync", "done on worker", "done sync", "copy waits for done", "d2h on copy",
     ]  # fmt: skip
     assert np.array_equal(out, x * 2)
 
