@@ -85,6 +85,11 @@ _FLOOR_SHARE = 0.25
 # A look after each round only decides whether to sample on: a coarser bootstrap will do (the
 # verdict's interval, the judge's and the referee's, takes the full RESAMPLES).
 _LOOK_RESAMPLES = 500
+# Calls per block. A GPU's event clock is steady, so three calls make a block median there;
+# a CPU's wall clock is not, and its calls are cheap.
+_MIN_BLOCK_CALLS = 8
+_MIN_BLOCK_CALLS_GPU = 3
+_MAX_BLOCK_CALLS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -684,6 +689,8 @@ class _WorkloadRun:
         self.overhead_ns = 0.0
         self.log_ratios: dict[str, list[float]] = {}
         self.windows = 0  # the candidate's timed windows in ns, for the CPU account
+        self.device_pairs: list[tuple[int, int]] = []  # (wall, device) ns of its timed calls
+        self.overhead_spread_ns = 0.0
         self.checked_seen = 0
         self._stop = "given"
         self.cpu: dict[str, int] = {}
@@ -782,6 +789,7 @@ class _WorkloadRun:
         only(candidate)
         before = control.inspect(candidate)
         self.windows = 0
+        self.device_pairs = []
         started = time.perf_counter()
         self._stop = "max_samples"
         while len(values[candidate.name]) < timing.max_samples:
@@ -799,6 +807,8 @@ class _WorkloadRun:
                 break
         only(candidate)
         self._account(before, control.inspect(candidate), self.windows)
+        if self.device_pairs:
+            self._bound(self.device_pairs)
         return values.pop(candidate.name), values
 
     def _block_size(self, everyone: list[Link], only: _Only) -> int:
@@ -809,15 +819,18 @@ class _WorkloadRun:
         for link in everyone[1:]:
             only(link)
             self._one_call(link, keep=False)
-        warm: list[float] = []
+        walls: list[int] = []
         for link in everyone:
             only(link)
             started, count = time.perf_counter(), 0
             while time.perf_counter() - started < timing.warmup_s or not count:
-                warm.append(self._value(self._one_call(link, keep=link is candidate)))
+                walls.append(self._one_call(link, keep=link is candidate))
                 count += 1
-        typical = max(statistics.median(warm), 1.0)
-        return int(min(max(timing.block_s * 1e9 / typical, 8), 256))
+        # The judge's whole cost of a call, not the kernel's: on a GPU drawing and copying
+        # the inputs can take far longer than the kernel, and a block is about wall time.
+        typical = max(statistics.median(walls), 1.0)
+        fewest = _MIN_BLOCK_CALLS_GPU if self.last_device is not None else _MIN_BLOCK_CALLS
+        return int(min(max(timing.block_s * 1e9 / typical, fewest), _MAX_BLOCK_CALLS))
 
     def _round(
         self, everyone: list[Link], only: _Only, block: int, values: dict[str, list[float]]
@@ -836,6 +849,8 @@ class _WorkloadRun:
                 timed.append(self._value(wall))
                 if link is candidate:
                     self.windows += wall
+                    if self.last_device is not None:
+                        self.device_pairs.append((wall, self.last_device))
             values[link.name].extend(timed)
             medians[link.name] = statistics.median(timed)
         return medians
@@ -879,7 +894,10 @@ class _WorkloadRun:
             wall = self._one_call(calibration, keep=False, inputs=inputs)
             costs.append(wall - (self.last_device or 0))
         costs.sort()
-        return float(costs[len(costs) // 2])
+        median = float(costs[len(costs) // 2])
+        deviations = sorted(abs(cost - median) for cost in costs)
+        self.overhead_spread_ns = float(deviations[len(deviations) // 2])
+        return median
 
     def _sample(self, control: Control, candidate: Link) -> list[float]:
         timing = self.bench.timing
@@ -914,7 +932,7 @@ class _WorkloadRun:
         """The judge's clock bounds the device times the worker reports: none may exceed the
         call's wall time, and the wall time left over may exceed the calibrated gap (copies,
         flush, channel) only by a little, or work ran outside the events."""
-        for code, message in device_time_problems(pairs, self.overhead_ns):
+        for code, message in device_time_problems(pairs, self.overhead_ns, self.overhead_spread_ns):
             self.flags.add(code, f"{self.workload.name}: {message}")
 
     def _account(self, before: dict[str, int], after: dict[str, int], windows: int) -> None:
@@ -995,15 +1013,21 @@ class _WorkloadRun:
         return _summarised(self.workload.name, checks)
 
 
-_GAP_RATIO = 1.5
+_GAP_SPREADS = 4
+_GAP_SHARE = 0.1
 _GAP_SLACK_NS = 20_000
 
 
-def device_time_problems(pairs: Sequence[tuple[int, int]], gap_ns: float) -> list[tuple[str, str]]:
+def device_time_problems(
+    pairs: Sequence[tuple[int, int]], gap_ns: float, spread_ns: float = 0.0
+) -> list[tuple[str, str]]:
     """(code, message) for each way reported device times break the judge's bound.
 
     `pairs` are (judge's wall ns, reported device ns) per timed call; `gap_ns` is the
-    calibrated wall time a no-op's events leave uncovered.
+    calibrated wall time a no-op's events leave uncovered (its median over the calibration
+    calls) and `spread_ns` that time's median absolute deviation. The calls' median gap may
+    exceed the no-op's by four deviations or a tenth of it, whichever is more, and 20 us: a
+    worker that under-reports its device time by more shows it in the gap.
     """
     problems = []
     over = sum(1 for wall, device in pairs if device > wall)
@@ -1012,7 +1036,7 @@ def device_time_problems(pairs: Sequence[tuple[int, int]], gap_ns: float) -> lis
                          "the judge's clock saw"))  # fmt: skip
     gaps = sorted(wall - device for wall, device in pairs)
     median_gap = gaps[len(gaps) // 2] if gaps else 0
-    if median_gap > gap_ns * _GAP_RATIO + _GAP_SLACK_NS:
+    if median_gap > gap_ns + max(_GAP_SPREADS * spread_ns, _GAP_SHARE * gap_ns) + _GAP_SLACK_NS:
         problems.append(("work_outside_events", f"calls took {median_gap / 1e3:.1f} us more than "
                          f"their device events (a no-op: {gap_ns / 1e3:.1f} us): work ran on "
                          "another stream or after the end event"))  # fmt: skip

@@ -280,3 +280,15 @@ def test_work_outside_the_events_is_seen_in_the_gap() -> None:
     pairs = [(900_000, 10_000)] * 20
     codes = [code for code, _ in device_time_problems(pairs, gap_ns=50_000)]
     assert codes == ["work_outside_events"]
+
+
+def test_a_worker_under_reporting_its_device_time_shows_it_in_the_gap() -> None:
+    """Copies of large inputs make the no-op's gap milliseconds long; a candidate that reports
+    a quarter of its 1.2 ms kernel hides 0.9 ms there, which a bound of 1.5x the gap missed and
+    the spread of the no-op's own gaps does not."""
+    gap, spread = 2_000_000, 10_000
+    honest = [(gap + 1_200_000 + i * 100, 1_200_000) for i in range(40)]
+    assert device_time_problems(honest, gap_ns=gap, spread_ns=spread) == []
+    lying = [(gap + 1_200_000 + i * 100, 300_000) for i in range(40)]
+    codes = [code for code, _ in device_time_problems(lying, gap_ns=gap, spread_ns=spread)]
+    assert codes == ["work_outside_events"]
