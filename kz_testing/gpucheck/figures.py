@@ -17,13 +17,14 @@ __all__ = [
     "REPEAT_SPREAD",
     "bound_row",
     "clock_row",
+    "floors_of",
     "probe_rows",
     "repeat_row",
     "speedup_of",
 ]
 
-BOUND_FLAGS = ("timing_bound_broken", "work_outside_events")
-REPEAT_SPREAD = 0.05  # (max - min) / median of the 5 tasks' speed-ups
+BOUND_FLAGS = ("timing_bound_broken", "work_outside_events", "below_physical_floor")
+REPEAT_SPREAD = 0.02  # (max - min) / median of the 5 tasks' speed-ups, the CPU bench's target
 RESOLUTION_US = 1.0
 FLUSH_RATIO = 1.05
 
@@ -178,6 +179,19 @@ def speedup_of(document: dict[str, Any] | None) -> float | None:
         return float(comparison["speedup"])
     speedups = [w["speedup"]["value"] for w in document.get("workloads", []) if "speedup" in w]
     return float(statistics.geometric_mean(speedups)) if speedups else None
+
+
+def floors_of(document: dict[str, Any] | None) -> str:
+    """How near each workload's median came to its physical floor at the measured ceilings,
+    e.g. "floor: t4096_h4096 61 % (memory), t16_h8192 8 % (memory)"; empty without floors."""
+    if not document:
+        return ""
+    parts = []
+    for workload in document.get("workloads", []):
+        floor = workload.get("floor") if isinstance(workload, dict) else None
+        if isinstance(floor, dict) and isinstance(attained := floor.get("attained"), int | float):
+            parts.append(f"{workload.get('name')} {100 * attained:.0f} % ({floor.get('bound')})")
+    return f"floor: {', '.join(parts)}" if parts else ""
 
 
 def repeat_row(speedups: Sequence[float | None], tasks: int) -> tuple[Row, dict[str, Any]]:

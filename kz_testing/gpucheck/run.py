@@ -240,14 +240,15 @@ class GpuCheck:
             return Row(check, PASS if status == "rejected" else FAIL, f"{status}: {reason}")
         if status != "committed":
             return Row(check, FAIL, f"{status}: {reason}")
+        measured = document if isinstance(document, dict) else None
+        floors = fig.floors_of(measured)
+        floors = f"; {floors}" if floors else ""
         if role == "faster":
-            speedup = fig.speedup_of(document if isinstance(document, dict) else None)
+            speedup = fig.speedup_of(measured)
             shown = f"{speedup:.2f}x, " if speedup is not None else ""
-            return Row(check, PASS, f"{shown}{reason}")
-        value = (
-            (document or {}).get("metric", {}).get("value") if isinstance(document, dict) else None
-        )
-        return Row(check, PASS, f"{value} us: {reason}" if value is not None else reason)
+            return Row(check, PASS, f"{shown}{reason}{floors}")
+        value = (measured or {}).get("metric", {}).get("value")
+        return Row(check, PASS, f"{value} us: {reason}{floors}" if value is not None else reason)
 
     def _repeatability(self, until: float) -> list[Row]:
         speedups: list[float | None] = []

@@ -151,3 +151,15 @@ def test_a_deb_unpacks_into_its_prefix_only(tmp_path: Path) -> None:
     assert (prefix / "usr/bin/bwrap").read_text().startswith("#!/bin/sh")
     assert (prefix / "usr/bin/bwrap").stat().st_mode & 0o111
     assert not (prefix / "usr/bin/escape").exists()  # an absolute link is left out
+
+
+def test_a_verdict_row_shows_each_workloads_share_of_its_floor() -> None:
+    document = {
+        "workloads": [
+            {"name": "t4096", "floor": {"value": 20.0, "bound": "memory", "attained": 0.61}},
+            {"name": "t16", "floor": {"value": 2.0, "bound": "compute", "attained": 0.08}},
+            {"name": "plain"},
+        ]
+    }
+    assert fig.floors_of(document) == "floor: t4096 61 % (memory), t16 8 % (compute)"
+    assert fig.floors_of({"workloads": [{"name": "plain"}]}) == ""
