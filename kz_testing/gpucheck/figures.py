@@ -18,6 +18,7 @@ __all__ = [
     "bound_row",
     "clock_row",
     "floors_of",
+    "judged_side_by_side",
     "probe_rows",
     "repeat_row",
     "speedup_of",
@@ -179,6 +180,14 @@ def speedup_of(document: dict[str, Any] | None) -> float | None:
         return float(comparison["speedup"])
     speedups = [w["speedup"]["value"] for w in document.get("workloads", []) if "speedup" in w]
     return float(statistics.geometric_mean(speedups)) if speedups else None
+
+
+def judged_side_by_side(document: dict[str, Any] | None) -> bool:
+    """Whether a result is correct and carries a side-by-side comparison (any outcome)."""
+    if not document or not (document.get("correctness") or {}).get("passed"):
+        return False
+    comparison = document.get("comparison")
+    return isinstance(comparison, dict) and comparison.get("outcome") is not None
 
 
 def floors_of(document: dict[str, Any] | None) -> str:

@@ -163,3 +163,11 @@ def test_a_verdict_row_shows_each_workloads_share_of_its_floor() -> None:
     }
     assert fig.floors_of(document) == "floor: t4096 61 % (memory), t16 8 % (compute)"
     assert fig.floors_of({"workloads": [{"name": "plain"}]}) == ""
+
+
+def test_a_correct_variant_measured_side_by_side_has_a_verdict_either_way() -> None:
+    measured = {"correctness": {"passed": True}, "comparison": {"outcome": "not_faster"}}
+    assert fig.judged_side_by_side(measured)
+    assert not fig.judged_side_by_side({**measured, "correctness": {"passed": False}})
+    assert not fig.judged_side_by_side({"correctness": {"passed": True}})
+    assert not fig.judged_side_by_side(None)
