@@ -39,7 +39,7 @@ from kz_events.events import (
     TripwireHit,
     UnknownEvent,
 )
-from kz_events.result import ResultDocument, result_flags
+from kz_events.result import ResultDocument, result_flags, stored_result
 from kz_harness.sidebyside import confirmation_verdict, document_verdict
 
 __all__ = [
@@ -518,8 +518,9 @@ def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
     # The platform's rule over the samples when the document has them; else its own verdict.
     rederived = None if cmd.first_result else document_verdict(document)
     if rederived is None:
-        accepted = res.outcome != "rejected" and bool(document.get("accepted"))
-        reason = str(document.get("reason", ""))
+        own = stored_result(document)
+        accepted = res.outcome != "rejected" and own is not None and own.accepted is True
+        reason = (own.reason or "") if own is not None else ""
     else:  # the verdict recorded is the platform's, and the document says so
         accepted, reason = rederived
         document = {**document, "accepted": accepted, "reason": reason}

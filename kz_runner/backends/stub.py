@@ -2,12 +2,13 @@
 
 `src/stub.json` in the work dir may script the outcome: {"verdict": "accept" | "reject" |
 "build_fail" | "error" | "hang" | "invalid", "value": float, "incumbent": float, "reference":
-float, "floor": float}. Without it the step accepts with a value derived from the hash of the
-package's files, so the same package always gets the same number. With `incumbent` the
-document carries the side-by-side figures a judge reports when it measured the incumbent
-beside the candidate; with `reference`, those of the board's pinned reference and the score
-over it; with `floor`, each workload's physical floor (memory-bound) and the ceilings it was
-taken against.
+float, "floor": float, "confirmation_reference": float}. Without it the step accepts with a
+value derived from the hash of the package's files, so the same package always gets the same
+number. With `incumbent` the document carries the side-by-side figures a judge reports when
+it measured the incumbent beside the candidate; with `reference`, those of the board's pinned
+reference and the score over it; with `floor`, each workload's physical floor (memory-bound)
+and the ceilings it was taken against. A confirmation run (`KZ_CONFIRMATION=1`) measures the reference at
+`confirmation_reference` when the script gives one: a different score, so the run disputes.
 """
 
 from __future__ import annotations
@@ -203,8 +204,11 @@ class StubBackend:
         document = _document(verdict != "reject", value, step.env.get("KZ_KERNEL_ID", "?"))
         if "incumbent" in script:
             document = _side_by_side(document, float(script["incumbent"]))
-        if "reference" in script:
-            document = _beside_reference(document, float(script["reference"]))
+        reference = script.get("reference")
+        if step.env.get("KZ_CONFIRMATION") == "1":
+            reference = script.get("confirmation_reference", reference)
+        if reference is not None:
+            document = _beside_reference(document, float(reference))
         if "floor" in script:
             document = _with_floor(document, float(script["floor"]))
         _send(result_fd, json.dumps(document).encode())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -139,3 +140,21 @@ def test_the_stub_value_of_a_tree_is_pinned(tmp_path: Path) -> None:
     (tmp_path / "broken").symlink_to("nowhere")
     assert package_value(tmp_path, skip=tmp_path / "r.json") == 318.434
     assert package_value(tmp_path) == 448.657
+
+
+def _scored(tmp_path: Path, env: dict[str, str]) -> float:
+    read, write = os.pipe()
+    step = _step(tmp_path, result_fd=write)
+    StubBackend().run(dataclasses.replace(step, env={**step.env, **env}))
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        return float(json.loads(pipe.read())["score"]["speedup"])
+
+
+def test_the_stub_can_script_a_confirmation_run_that_disputes(tmp_path: Path) -> None:
+    """A confirmation run measures the reference at `confirmation_reference`: another score."""
+    (tmp_path / "src").mkdir()
+    script = {"value": 10.0, "reference": 100.0, "confirmation_reference": 50.0}
+    (tmp_path / "src" / "stub.json").write_text(json.dumps(script))
+    assert _scored(tmp_path, {}) == pytest.approx(10.0)
+    assert _scored(tmp_path, {"KZ_CONFIRMATION": "1"}) == pytest.approx(5.0)
