@@ -13,6 +13,9 @@ RunPackage = Callable[..., TaskOutcome]  # the `judge_gpu_package` fixture of co
 # The sm90 example packages' variants (examples/variants/<variant>/src) and the verdict each
 # must get as a first result: right ones accepted, wrong ones rejected by the checks.
 GPU_VARIANTS: dict[str, dict[str, str]] = {
+    "sm90/Norm/RMSNorm/bf16/triton_rowwise": {
+        "rmsnorm_sm90_wrong": "rejected",
+    },
     "sm90/GEMM/GEMM/bf16/torch_matmul": {
         "gemm_sm90_triton": "accepted",
         "gemm_sm90_wrong": "rejected",
