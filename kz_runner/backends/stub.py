@@ -7,8 +7,8 @@ value derived from the hash of the package's files, so the same package always g
 number. With `incumbent` the document carries the side-by-side figures a judge reports when
 it measured the incumbent beside the candidate; with `reference`, those of the board's pinned
 reference and the score over it; with `floor`, each workload's physical floor (memory-bound)
-and the ceilings it was taken against. A confirmation run (`KZ_CONFIRMATION=1`) measures the reference at
-`confirmation_reference` when the script gives one: a different score, so the run disputes.
+and the ceilings it was taken against. A confirmation run (`KZ_CONFIRMATION=1`) measures the
+reference at `confirmation_reference` when the script gives one: another score, so it disputes.
 """
 
 from __future__ import annotations
