@@ -323,6 +323,21 @@ def matmul(a, b):
     return torch.matmul(a.bfloat16(), b.bfloat16()).float()
 """
 
+# The honest product, but the worker's clock patched in its own process: every CUDA event
+# interval reads a tenth of what it was. The worker is the candidate's process; only the
+# judge's checks on the figure can catch it.
+PATCHED_CLOCK = """
+import torch
+
+_elapsed = torch.cuda.Event.elapsed_time
+torch.cuda.Event.elapsed_time = lambda self, end: _elapsed(self, end) / 10
+print("TRIED patched_clock", flush=True)
+
+
+def matmul(a, b):
+    return torch.matmul(a, b)
+"""
+
 GPU_CASES: list[GpuCase] = [
     GpuCase("honest", JUDGE_FP32, {"kernel.py": HONEST}, "measured",
             "the reference shape: accepted for its real device time"),
@@ -341,6 +356,10 @@ GPU_CASES: list[GpuCase] = [
     GpuCase("persisting_l2", JUDGE_FP32, {"kernel.py": PERSISTING_L2}, "measured",
             "the worker removes the stream's window, resets persisting lines, then flushes "
             "L2 before every call"),
+    GpuCase("patched_clock", JUDGE_FP32, {"kernel.py": PATCHED_CLOCK},
+            "flagged:below_physical_floor",
+            "a tenth of a product's time is under its floor at the ceilings the trusted worker "
+            "measured (the judge's wall-clock bound sees the rest only beyond the copies' gap)"),
     GpuCase("tf32", JUDGE_FP32, {"kernel.py": TF32}, "rejected",
             "fp32 tolerance against a float64 reference: TF32's 10-bit mantissas miss it"),
     GpuCase("bf16_compute", JUDGE_FP32, {"kernel.py": BF16_COMPUTE}, "rejected",
@@ -350,7 +369,7 @@ GPU_CASES: list[GpuCase] = [
 # Every GPU family the suite must attempt (issue 18); honest cases come beside them.
 FAMILIES = frozenset(
     {"other_stream", "background_thread", "lazy_tensor", "cache_by_address", "persisting_l2",
-     "tf32", "bf16_compute"}
+     "patched_clock", "tf32", "bf16_compute"}
 )  # fmt: skip
 
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.unit
 
 ISSUE_FAMILIES = {
     "other_stream", "background_thread", "lazy_tensor", "cache_by_address", "persisting_l2",
-    "tf32", "bf16_compute",
+    "patched_clock", "tf32", "bf16_compute",
 }  # fmt: skip
 
 
