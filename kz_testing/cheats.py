@@ -37,9 +37,10 @@ import numpy as np
 
 def rmsnorm(x, w):
     out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        row = x[i]
-        out[i] = row / np.sqrt(np.mean(row * row) + 1e-6) * w
+    for _ in range(4):  # work well above the channel's cost, so its calibration's error is small
+        for i in range(x.shape[0]):
+            row = x[i]
+            out[i] = row / np.sqrt(np.mean(row * row) + 1e-6) * w
     return out
 """
 
