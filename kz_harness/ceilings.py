@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kz_harness.stats import physical_floor
+
 __all__ = ["SUSPECT_SHARE", "Ceilings", "floor_s", "measure"]
 
 SUSPECT_SHARE = 0.75
@@ -61,10 +63,17 @@ class Ceilings:
 
 
 def floor_s(ceilings: Ceilings, *, bytes_moved: int, flops: int) -> tuple[float, str]:
-    """(the least seconds a call takes, "memory" or "compute": which term bounds it)."""
-    memory = bytes_moved / ceilings.bytes_per_s if bytes_moved else 0.0
-    compute = flops / ceilings.flops_per_s if flops else 0.0
-    return (memory, "memory") if memory >= compute else (compute, "compute")
+    """(the least seconds a call takes, `kz_harness.stats.physical_floor` at these ceilings;
+    "memory" or "compute": which term bounds it)."""
+    if not (bytes_moved or flops):
+        return 0.0, "memory"
+    seconds = physical_floor(
+        bytes_moved=bytes_moved,
+        flops=flops,
+        peak_bytes_per_s=ceilings.bytes_per_s,
+        peak_flops_per_s=ceilings.flops_per_s,
+    )
+    return seconds, "memory" if bytes_moved / ceilings.bytes_per_s >= seconds else "compute"
 
 
 def _best(run: Callable[[], float]) -> float:

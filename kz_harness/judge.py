@@ -51,7 +51,7 @@ from kz_harness.sidebyside import (
     reference_score,
     speedup_interval,
 )
-from kz_harness.stats import UNITS, Stats
+from kz_harness.stats import UNITS, Stats, below_physical_floor
 from kz_harness.verdict import baseline_best, geomean, verdict
 from kz_harness.worker import CALIBRATE, DEVICE_TIME
 
@@ -468,7 +468,7 @@ class Benchmark:
         seconds, bound = floor_s(ceilings, bytes_moved=workload.bytes_moved, flops=workload.flops)
         value = seconds / UNITS[self.time_unit]
         median = measured.stats.median
-        if median < SUSPECT_SHARE * value:
+        if below_physical_floor(measured.stats, SUSPECT_SHARE * seconds):
             flags.add(
                 "below_physical_floor",
                 f"{workload.name}: a median of {median:.4g} {self.time_unit} is under the "

@@ -10,24 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from kz_events.ids import KernelId
-from kz_package import validate_result_document
 from kz_runner.backends.base import Backend, Bind, StepSpec
-from kz_runner.execute import TaskOutcome, TaskSpec, execute_task, harness_root
+from kz_runner.execute import TaskOutcome, harness_root
 from kz_runner.limits import StepLimits
 from kz_runner.supervisor import HARNESS_INSIDE, HOME_INSIDE
+from kz_testing import judging
 
 __all__ = ["KERNEL_ID", "REPO", "judge_task", "probe"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = judging.REPO
 KERNEL_ID = KernelId.parse("sm90/Check/GPU/fp32/gpu_check")
 PROBE = Path(__file__).with_name("probe_gpu.py")
 LIMITS = StepLimits(memory_bytes=None, max_output_bytes=1024 * 1024)
-
-
-def _write(folder: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-        (folder / rel).write_text(text)
 
 
 def judge_task(
@@ -42,36 +36,11 @@ def judge_task(
     timeout_s: float = 60.0,
 ) -> TaskOutcome:
     """A judge (benchmark.py source) on a candidate (src files), in `backend`, as a runner."""
-    root.mkdir(parents=True, exist_ok=True)
-    task = Path(tempfile.mkdtemp(prefix="task-", dir=root))
-    task.chmod(0o755)
-    workdir = task / "work"
-    _write(workdir, {".kernel_package/build_test_env.py": "print('build ok')\n"})
-    _write(
-        workdir,
-        {".kernel_package/benchmark.py": benchmark, **{f"src/{k}": v for k, v in src.items()}},
-    )
-    rival = None
-    if incumbent is not None:
-        rival = task / "incumbent" / "src"
-        _write(rival, incumbent)
-    baseline_path = None
-    if baseline is not None:
-        baseline_path = task / "bench_result.yaml"
-        baseline_path.write_text(baseline)
-    spec = TaskSpec(
-        kernel_id=KERNEL_ID,
-        arch="sm90",
-        workdir=workdir,
-        harness_path=REPO,
-        baseline_path=baseline_path,
-        incumbent=rival,
-        cpu=cpu,
-        step_timeout_s=timeout_s,
-        task_timeout_s=timeout_s,
+    return judging.judge_task(
+        backend, root, benchmark, src, kernel_id=KERNEL_ID, incumbent=incumbent,
+        baseline=baseline, cpu=cpu, step_timeout_s=timeout_s, task_timeout_s=timeout_s,
         limits=LIMITS,
-    )
-    return execute_task(spec, backend, validate_result=validate_result_document)
+    )  # fmt: skip
 
 
 def probe(backend: Backend, root: Path, timeout_s: float) -> tuple[dict[str, Any], str]:

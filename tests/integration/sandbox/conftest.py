@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -13,10 +12,10 @@ from typing import Any
 import pytest
 
 from kz_events.ids import KernelId
-from kz_package import validate_result_document
 from kz_runner.backends import SandboxBackend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import MIB, StepLimits
+from kz_testing.judging import judge_task
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 KERNEL_ID = KernelId.parse("cpu/Norm/RMSNorm/fp32/sandbox_test")
@@ -99,41 +98,12 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> Ru
         step_timeout_s: float = 60.0,
         limits: StepLimits | None = None,
     ) -> TaskOutcome:
-        root = Path(tempfile.mkdtemp(prefix="task-", dir=tmp_path))
-        root.chmod(0o755)
-        workdir = root / "work"
-        (workdir / ".kernel_package").mkdir(parents=True)
-        (workdir / ".kernel_package" / "build_test_env.py").write_text("print('build ok')\n")
-        (workdir / ".kernel_package" / "benchmark.py").write_text(textwrap.dedent(benchmark))
-        for rel, text in src.items():
-            (workdir / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
-            (workdir / "src" / rel).write_text(textwrap.dedent(text))
-        baseline_path = None
-        if baseline is not None:
-            baseline_path = root / "bench_result.yaml"
-            baseline_path.write_text(baseline)
-        rivals: dict[str, Path | None] = {"incumbent": None, "reference": None}
-        for name, files in (("incumbent", incumbent), ("reference", reference)):
-            if files is None:
-                continue
-            rivals[name] = folder = root / name / "src"
-            for rel, text in files.items():
-                (folder / rel).parent.mkdir(parents=True, exist_ok=True)
-                (folder / rel).write_text(textwrap.dedent(text))
-        spec = TaskSpec(
-            kernel_id=KERNEL_ID,
-            arch="cpu",
-            workdir=workdir,
-            harness_path=REPO_ROOT,
-            baseline_path=baseline_path,
-            incumbent=rivals["incumbent"],
-            reference=rivals["reference"],
-            confirming=confirming,
+        return judge_task(
+            sandbox, tmp_path, benchmark, src, kernel_id=KERNEL_ID, baseline=baseline,
+            incumbent=incumbent, reference=reference, confirming=confirming,
             cpu=_lane(worker_id) % (os.cpu_count() or 1),  # parallel test processes apart
             step_timeout_s=step_timeout_s,
-            task_timeout_s=2 * step_timeout_s,
             limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),
-        )
-        return execute_task(spec, sandbox, validate_result=validate_result_document)
+        )  # fmt: skip
 
     return run
