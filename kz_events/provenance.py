@@ -21,6 +21,7 @@ __all__ = [
     "PROVENANCE_FIELDS",
     "PROVENANCE_LIMITS",
     "Provenance",
+    "made_by",
     "parse_provenance",
     "provenance_trailers",
 ]
@@ -114,6 +115,18 @@ def parse_provenance(fields: Mapping[str, object]) -> Provenance | None:
         if cost is not None
         else None,
         transcript_url=_url(url) if url is not None else None,
+    )
+
+
+def made_by(provenance: Provenance | None, *, model: str | None, agent: str | None) -> bool:
+    """Whether a submission with `provenance` passes the filters `model` and `agent` (None:
+    any), compared exactly; a submission without provenance passes no filter."""
+    if model is None and agent is None:
+        return True
+    if provenance is None:
+        return False
+    return (model is None or provenance.model == model) and (
+        agent is None or provenance.agent == agent
     )
 
 
