@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from kz_cli.contract import Exit, emit, fix_for
 from kz_cli.local import API_URL_FILE
 from kz_events.config import Settings, load_settings
 from kz_events.errors import InvalidInput
@@ -52,7 +52,6 @@ def register(subparsers: Any) -> None:
         help="compare the judge with this API's (default KZ_SERVER_URL, else a kz up's in "
         "this data dir; none: the package is checked alone)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run_validate)
 
 
@@ -174,26 +173,27 @@ def run_validate(args: argparse.Namespace) -> int:
         package, digest, tarball = _check(args.path, expected)
     except PackageError as exc:
         if args.json:
-            error = {"code": exc.code, "message": exc.message, "details": exc.details}
-            print(json.dumps({"valid": False, "error": error}, indent=2))
+            error = {"code": exc.code, "message": exc.message, "fix": fix_for(exc.code)}
+            emit(args, {"valid": False, "error": {**error, "details": exc.details}})
         else:
             for problem in exc.problems:
                 print(problem)
-        return 1
+        return int(Exit.REFUSED)
     server = known_server(args.against, load_settings(config_file=args.config))
     judge = compare_judge(server, package.kernel_id, tarball)
     if judge.refusal is not None:
         if args.json:
-            error = {**judge.refusal, "details": {**judge.refusal["details"], "server": server}}
-            print(json.dumps({"valid": False, "error": error}, indent=2))
+            details = {**judge.refusal["details"], "server": server}
+            fix = fix_for(judge.refusal["code"])
+            emit(args, {"valid": False, "error": {**judge.refusal, "fix": fix, "details": details}})
         else:
             print(
                 f"{judge.refusal['code']}: {judge.refusal['message']} (as {server} would refuse it)"
             )
-        return 1
+        return int(Exit.REFUSED)
     if args.json:
         document = {"valid": True, "kernel_id": str(package.kernel_id), "sha256": digest}
-        print(json.dumps({**document, "checked_against": server, "judge": judge.note}))
+        emit(args, {**document, "checked_against": server, "judge": judge.note})
     else:
         print(_summary(package, digest))
         print(judge.note)
