@@ -37,7 +37,7 @@ from kz_package import (
 )
 from kz_package.judge import board_judge_changes
 
-__all__ = ["register", "run_validate"]
+__all__ = ["JudgeCheck", "compare_judge", "judge_check", "register", "run_validate"]
 
 
 def register(subparsers: Any) -> None:
@@ -134,6 +134,13 @@ def compare_judge(
             answer = client.get(path)
     except httpx.TransportError as exc:
         return JudgeCheck(server, f"checked the package alone: cannot reach {server} ({exc})")
+    return judge_check(server, kernel_id, tarball, answer)
+
+
+def judge_check(
+    server: str, kernel_id: KernelId, tarball: bytes, answer: httpx.Response
+) -> JudgeCheck:
+    """What the server's answer to `GET /api/kernels/{id}/judge` says of the package's judge."""
     if answer.status_code == 404 and _code(answer) == "no_judge":
         return JudgeCheck(server, f"judge: {server} has none for this board yet; this one opens it")
     if answer.status_code != 200:
