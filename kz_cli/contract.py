@@ -92,9 +92,11 @@ _FIXES: dict[str, str] = {
     "docker",
     "not_a_package": "give a package folder holding .kernel_package/desc.yaml",
     "target_not_empty": "give an empty or new DIR",
-    "rejected": "read the reason and the log (kz logs ID), change src/, bench and submit again",
-    "failed": "read the log (kz logs ID): fix what it shows, or submit again if the runner "
-    "was lost",
+    "target_exists": "give --force to overwrite, or another DIR",
+    "rejected": "read the reason and the log (kz logs ID; MCP: submission_log), change src/, "
+    "bench and submit again",
+    "failed": "read the log (kz logs ID; MCP: submission_log): fix what it shows, or submit "
+    "again if the runner was lost",
     "cancelled": "submit again if it was cancelled by mistake",
     "disputed": "a second run did not reproduce the result: submit again",
     "internal_error": "report it with the command you ran; the server's log has the cause",
