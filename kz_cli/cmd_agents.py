@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             dest="flavour",
             action="store_const",
             const=flavour,
-            help=f"the skill where {flavour} looks for it ({skill_path(flavour)})",
+            help=f"write the skill to {skill_path(flavour)}",
         )
     init.add_argument("dir", nargs="?", type=Path, default=Path(), help="project folder (.)")
     init.add_argument("--force", action="store_true", help="overwrite files that exist")
