@@ -292,7 +292,7 @@ def _handle_status(args: argparse.Namespace) -> int:
         return follow(client, args.submission_id, args, args.timeout)
     body = client.json("GET", f"/api/submissions/{args.submission_id}/status")
     if args.json:
-        emit(args, {**body, "log_url": log_url(client.base_url, args.submission_id)})
+        emit(args, verdict_doc(body, client.base_url))
     else:
         print("\n".join(status_lines(body, client.base_url)))
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -109,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(error.exit)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader closed stdout (`| head`): it had what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(Exit.DONE)
     except Exception as exc:
         if not getattr(args, "json", False):
             raise
