@@ -82,7 +82,8 @@ _FIXES: dict[str, str] = {
     "board_judge_pending": "retry in a few seconds: the board's judge is being stored",
     "log_not_found": "the run has no log yet: retry once it runs (kz status ID)",
     "log_unavailable": "retry in a moment",
-    "unauthenticated": "give --token (KZ_SUBMITTER_TOKEN) or --submitter as the server expects",
+    "unauthenticated": "act as a submitter: kz --submitter ID or --token TOKEN; over HTTP "
+    "(MCP) the header X-Submitter-Id (open mode) or Authorization: Bearer TOKEN",
     "forbidden": "act as the submitter the request names, or ask a maintainer",
     "arch_not_allowed": "submit to an architecture this server runs",
     "unreachable": "start the stack (kz up) or give --server URL (KZ_SERVER_URL), then retry",
