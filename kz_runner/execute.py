@@ -14,8 +14,8 @@ invalid_result (no valid document), timed_out, cancelled.
 from __future__ import annotations
 
 import atexit
-import os
 import platform
+import random
 import secrets
 import shutil
 import sys
@@ -169,6 +169,7 @@ def _base_environment(spec: TaskSpec) -> dict[str, str]:
 def _host_environment(backend: Backend) -> dict[str, str]:
     return {
         "backend": backend.name,
+        "containment": str(getattr(backend, "containment", "the backend's own")),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -268,17 +269,6 @@ class _TaskDirs:
         remove_tree(self.root)
 
 
-def _readable(tree: Path) -> None:
-    """Let every uid read the candidate's files (a worker runs under its own uid)."""
-    for directory, _dirs, files in os.walk(tree):
-        folder = Path(directory)
-        folder.chmod(folder.stat().st_mode | 0o555)
-        for name in files:
-            path = Path(directory) / name
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o444)
-
-
 def _judge_step(
     run: _Run, dirs: _TaskDirs, harness: Path, validate_result: ValidateResult
 ) -> TaskOutcome:
@@ -286,12 +276,14 @@ def _judge_step(
     src = spec.workdir / "src"
     if not src.is_dir():
         src.mkdir()
-    _readable(src)
     implementations = {"candidate": src}
     for name, rival in (("incumbent", spec.incumbent), ("reference", spec.reference)):
         if rival is not None and rival.is_dir():
-            _readable(rival)
             implementations[name] = rival
+    # What every Benchmark asks for first, started in a random order: no worker's start
+    # (its uid, its folder's age) tells which implementation it is.
+    prestart = ["calibrate", *implementations]
+    random.SystemRandom().shuffle(prestart)
     supervisor = Supervisor(
         run.backend,
         implementations=implementations,
@@ -300,7 +292,7 @@ def _judge_step(
         limits=spec.limits,
         timeout_s=spec.step_timeout_s,
         max_result_bytes=MAX_RESULT_BYTES,
-        prestart=("calibrate", *implementations),  # what every Benchmark asks for first
+        prestart=prestart,
     )
     env = {
         **_base_environment(spec),

@@ -178,12 +178,14 @@ class DockerBackend:
                 for name in files:
                     os.chown(Path(directory) / name, *owner, follow_symlinks=False)
 
-    def _bridged(self, step: StepSpec) -> tuple[StepSpec, FdBridge | None]:
-        """The step with its descriptors turned into sockets it connects to (see fdbridge)."""
+    def _bridged(self, step: StepSpec, *, from_3: bool = False) -> tuple[StepSpec, FdBridge | None]:
+        """The step with its descriptors turned into sockets it connects to (see fdbridge),
+        put at their own numbers, or at 3, 4, … (`from_3`, a worker's, as `spawn` promises)."""
         if not step.pass_fds:
             return step, None
         folder = Path(tempfile.mkdtemp(prefix="kz-fds-", dir=step.workdir.resolve().parent))
-        bridge = FdBridge(folder, step.pass_fds)
+        numbers = {fd: 3 + i for i, fd in enumerate(step.pass_fds)} if from_3 else None
+        bridge = FdBridge(folder, step.pass_fds, numbers)
         bridged = replace(
             step,
             env={**step.env, **bridge.env()},
@@ -228,7 +230,7 @@ class DockerBackend:
     def spawn(self, step: StepSpec) -> DockerProcess:
         """Start a worker's container; its channel is handed over, not relayed."""
         self._hand_over(step)
-        step, bridge = self._bridged(step)
+        step, bridge = self._bridged(step, from_3=True)
         assert bridge is not None, "a worker step inherits its channel"
         container = self.client.containers.create(self.image, **self.create_options(step))
         try:
