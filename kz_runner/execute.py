@@ -8,7 +8,9 @@ in a sandbox that holds the judge's files, the harness and a scratch folder, nev
 package; the candidate runs in the workers it asks the runner for (`kz_runner.supervisor`),
 which see `src/` and a scratch folder only. The result comes back over an inherited pipe.
 Every ending has its own reason: accepted, rejected, build_failed, benchmark_error,
-invalid_result (no valid document), timed_out, cancelled.
+invalid_result (no valid document), timed_out, cancelled. On a GPU, another compute context on
+the task's GPUs raises `DeviceBusy` (kz_runner.gpuguard): the runner's fault, not an ending of
+the candidate's; the runner hands the task back.
 """
 
 from __future__ import annotations
@@ -39,9 +41,10 @@ from kz_runner.backends.base import (
     StepResult,
     StepSpec,
 )
+from kz_runner.gpuguard import GpuGuard
 from kz_runner.limits import StepLimits
 from kz_runner.redact import path_redactor
-from kz_runner.supervisor import HARNESS_INSIDE, HOME_INSIDE, Supervisor
+from kz_runner.supervisor import HARNESS_INSIDE, HOME_INSIDE, JudgeResult, Supervisor
 from kz_runner.workdir import remove_tree
 
 __all__ = ["REASONS", "TaskOutcome", "TaskSpec", "execute_task"]
@@ -233,6 +236,28 @@ class _Run:
         )
 
 
+def _supervised(
+    run: _Run, step: StepSpec, supervisor: Supervisor, guard: GpuGuard | None
+) -> tuple[StepResult, JudgeResult]:
+    """The judge's step, then every worker killed (the GPU checked before they are, and
+    after)."""
+    try:
+        result = run.step(_BENCHMARK, step)
+        if guard is not None:
+            guard.during(supervisor.pids())
+    finally:
+        judged = supervisor.finish()
+    if guard is not None:
+        guard.after()
+    return result, judged
+
+
+def _gpu_guard(backend: Backend) -> GpuGuard | None:
+    """The backend's check of the task's GPUs, where it has GPUs and the check."""
+    make: Callable[[], GpuGuard | None] | None = getattr(backend, "gpu_guard", None)
+    return make() if make is not None else None
+
+
 def _script_missing(workdir: Path, script: str) -> bool:
     return not (workdir / script).is_file()
 
@@ -284,6 +309,9 @@ def _judge_step(
     # (its uid, its folder's age) tells which implementation it is.
     prestart = ["calibrate", *implementations]
     random.SystemRandom().shuffle(prestart)
+    guard = _gpu_guard(run.backend)
+    if guard is not None:
+        guard.before()
     supervisor = Supervisor(
         run.backend,
         implementations=implementations,
@@ -325,10 +353,7 @@ def _judge_step(
         pass_fds=supervisor.judge_fds,
         package=spec.workdir,
     )  # fmt: skip
-    try:
-        result = run.step(_BENCHMARK, step)
-    finally:
-        judged = supervisor.finish()
+    result, judged = _supervised(run, step, supervisor, guard)
     for name, output in judged.worker_logs:
         run.log.output(f"worker {name}", output)
     reason = _failure(result, "benchmark_error")

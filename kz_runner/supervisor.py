@@ -286,6 +286,12 @@ class Supervisor:
 
     # --- the end -------------------------------------------------------------------------
 
+    def pids(self) -> set[int]:
+        """Host pids of every process of the task's workers now."""
+        with self._lock:
+            workers = [worker for _name, worker in self.workers if worker is not None]
+        return {pid for worker in workers for pid in worker.members()}
+
     def finish(self) -> JudgeResult:
         """After the judge's step: kill every worker, then hand over the result."""
         self.judge_control.close()

@@ -31,6 +31,7 @@ from kz_runner.backends.cgroups import ContainmentError, Hierarchy, StepGroup, f
 from kz_runner.backends.process import run_capped
 from kz_runner.backends.sandbox_process import SandboxProcess, end_namespace, spawn_child
 from kz_runner.backends.seccomp import filter_fd, namespace_filter
+from kz_runner.gpuguard import GpuGuard, nvidia_smi_apps
 from kz_runner.limits import StepLimits
 
 __all__ = ["DRIVER_DIR", "SandboxBackend", "SandboxProcess", "gpu_nodes", "parse_gpus"]
@@ -302,6 +303,10 @@ class SandboxBackend:
             binds += [*_inside_parents([str(self.driver_dir)])]
             binds += ["--ro-bind", str(self.driver_dir), str(self.driver_dir)]
         return binds
+
+    def gpu_guard(self) -> GpuGuard | None:
+        """The check that no other compute context shares the task's GPUs (None: no GPU)."""
+        return None if self.gpus is None else GpuGuard(nvidia_smi_apps(self.gpus))
 
     def device_environment(self, step: StepSpec) -> dict[str, str]:
         """What a GPU step's loader needs to find the driver's libraries."""
