@@ -158,7 +158,8 @@ class Supervisor:
                 os.close(fd)
             try:
                 self._answer(op, decode_json(payload))
-            except (HarnessError, KeyError, ValueError, OSError) as exc:
+            except (HarnessError, KzError, KeyError, ValueError, OSError) as exc:
+                # KzError: a worker's cgroup that would not freeze or empty in time.
                 with contextlib.suppress(ChannelClosed):
                     self.control.send_json(Op.ERROR, {"message": str(exc)})
 
