@@ -7,7 +7,11 @@ tree at `--base` (the branch point, unpacked with `git archive`), interleaved in
 order, each task in a fresh process. Prints, per tree, the median and p90 of the task's wall
 time (build step, judge step, every worker's start and end) and the containment it used.
 
-    .venv/bin/python bench/containment_cost.py [--tasks 10] [--base 85b4b54]
+Then (`--control-ops N`, this tree only) the judge's control operations on one idle worker
+under each containment this host offers: the median time of a STOP+CONT pair and of an
+INSPECT, over N of each.
+
+    .venv/bin/python bench/containment_cost.py [--tasks 10] [--base 85b4b54] [--control-ops 200]
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ import argparse
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,10 +85,46 @@ def summary(name: str, walls: list[float], containment: str) -> str:
     )
 
 
+def control_ops(count: int) -> None:
+    """Median STOP+CONT and INSPECT times on an idle worker, per containment mode."""
+    from kz_runner.backends import SandboxBackend
+    from kz_runner.backends.base import StepSpec
+    from kz_runner.backends.cgroups import find_hierarchy
+
+    for mode in [m for m in ("v1", "v2") if find_hierarchy(m)] + ["none"]:
+        backend = SandboxBackend(
+            sandbox_uid=62990, sandbox_gid=62990, worker_uid_base=62900, cgroups=mode
+        )
+        with tempfile.TemporaryDirectory(prefix="kz-ops-") as scratch:
+            Path(scratch).chmod(0o755)
+            step = StepSpec(
+                argv=(backend.python, "-c", "import time; time.sleep(120)"),
+                workdir=Path(scratch), env={}, timeout_s=120, uid=62901,
+            )  # fmt: skip
+            worker = backend.spawn(step)
+            try:
+                pairs, inspects = [], []
+                for _ in range(count):
+                    started = time.perf_counter()
+                    worker.signal(signal.SIGSTOP)
+                    worker.signal(signal.SIGCONT)
+                    pairs.append(time.perf_counter() - started)
+                    started = time.perf_counter()
+                    worker.inspect()
+                    inspects.append(time.perf_counter() - started)
+            finally:
+                worker.output()
+        print(
+            f"{mode:>6}: STOP+CONT median {statistics.median(pairs) * 1e6:.0f} us, "
+            f"INSPECT median {statistics.median(inspects) * 1e6:.0f} us ({backend.containment})"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--base", default="85b4b54")
+    parser.add_argument("--control-ops", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kz-cost-") as scratch:
         trees = {"before": unpack(args.base, Path(scratch)), "after": REPO}
@@ -97,8 +139,10 @@ def main() -> int:
                     raise SystemExit(f"{name}: a task ended {result['reason']}")
                 walls[name].append(float(str(result["wall_s"])))
                 how[name] = str(result["containment"])
-        for name in trees:
+        for name in trees if args.tasks else ():
             print(summary(name, walls[name], how[name]))
+    if args.control_ops:
+        control_ops(args.control_ops)
     return 0
 
 
