@@ -10,20 +10,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from kz_runner.backends import SandboxBackend
 from kz_runner.execute import TaskOutcome
 from kz_testing.cheats import HONEST, JUDGE
-from kz_testing.containment import COVERT, ESCAPE, OBSERVER
+from kz_testing.containment import COVERT, ESCAPE, OBSERVER, survivors
 
 pytestmark = pytest.mark.integration
 
 JudgePackage = Callable[..., TaskOutcome]  # the `judge_package` fixture of conftest.py
 ROLES = ("candidate", "incumbent", "reference")
 CHANNELS = ("tmp", "dev_shm", "home", "abstract_socket", "sysv_shm", "sysv_msg", "posix_mq")
+
+
+@pytest.fixture(autouse=True)
+def _no_group_left(sandbox: SandboxBackend) -> Iterator[None]:
+    """After each test every cgroup the task's steps had is empty and gone (a group is
+    removed only once nothing is left in it)."""
+    yield
+    assert sandbox.hierarchy is None or sandbox.hierarchy.live == set()
 
 
 def _workers(outcome: TaskOutcome) -> dict[str, str]:
@@ -85,6 +94,7 @@ def test_every_role_observes_the_same(judge_package: JudgePackage, worker_id: st
     assert "3" in seen["candidate"]["fds"]  # the channel
     assert "KZ_CHANNEL_FD=3" in seen["candidate"]["environ"]
     assert seen["candidate"]["cgroup"].strip().splitlines()[-1] == "0::/"
+    assert survivors(uids.values()) == []
     normalised = {role: _normalised(seen[role], uids[role]) for role in ROLES}
     for key, value in normalised["candidate"].items():
         assert value == normalised["incumbent"][key] == normalised["reference"][key], key
