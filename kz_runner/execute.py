@@ -244,7 +244,7 @@ def _supervised(
     try:
         result = run.step(_BENCHMARK, step)
         if guard is not None:
-            guard.during(supervisor.pids())
+            guard.during(*supervisor.pids())
     finally:
         judged = supervisor.finish()
     if guard is not None:

@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from pathlib import Path
 
 from kz_events.errors import KzError
 
@@ -95,11 +96,18 @@ class GpuGuard:
         ended with its cgroup, may take a moment to go)."""
         self._none_left("the task's GPU is in use before the judge")
 
-    def during(self, owned: Collection[int]) -> None:
-        """As the judge ends: contexts only of the task's own workers (`owned`: their pids)."""
-        found = [app for app in self.list_apps() if app.pid not in owned]
-        if found:
-            raise DeviceBusy(f"another compute context was on the task's GPU: {_described(found)}")
+    def during(self, owned: Collection[int], workers: int) -> None:
+        """As the judge ends: contexts only of the task's own workers (`owned`: their pids;
+        `workers`: how many there are). A pid this runner's /proc does not show (nvidia-smi
+        reading another PID namespace's, as in a container) cannot be told apart: such
+        contexts are counted instead, and more than the workers could hold are foreign."""
+        apps = self.list_apps()
+        others = [app for app in apps if app.pid not in owned]
+        seen = [app for app in others if Path(f"/proc/{app.pid}").exists()]
+        if seen or len(others) > workers - (len(apps) - len(others)):
+            raise DeviceBusy(
+                f"another compute context was on the task's GPU: {_described(seen or others)}"
+            )
 
     def after(self) -> None:
         """Once the workers are killed, their contexts go too; none may be left."""

@@ -287,11 +287,11 @@ class Supervisor:
 
     # --- the end -------------------------------------------------------------------------
 
-    def pids(self) -> set[int]:
-        """Host pids of every process of the task's workers now."""
+    def pids(self) -> tuple[set[int], int]:
+        """Host pids of every process of the task's workers now, and how many workers."""
         with self._lock:
             workers = [worker for _name, worker in self.workers if worker is not None]
-        return {pid for worker in workers for pid in worker.members()}
+        return {pid for worker in workers for pid in worker.members()}, len(workers)
 
     def finish(self) -> JudgeResult:
         """After the judge's step: kill every worker, then hand over the result."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -62,17 +63,28 @@ def test_no_nvidia_smi_is_one_clear_line(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_before_during_and_after() -> None:
     """Before: none at all; during: only the workers'; after: none left once they are killed."""
+    me = os.getpid()  # a process this host's /proc shows, and not one of the workers
     seen: list[list[ComputeApp]] = [[]]
     guard = GpuGuard(lambda: seen[0], settle_s=0.0)
     guard.before()
-    seen[0] = [ComputeApp(11, "GPU-aaa", "python3")]
-    guard.during({11, 12})
-    with pytest.raises(DeviceBusy, match="pid 11 \\(python3\\) on GPU-aaa"):
-        guard.during({12})
+    seen[0] = [ComputeApp(me, "GPU-aaa", "python3")]
+    guard.during({me, 12}, 2)
+    with pytest.raises(DeviceBusy, match=f"pid {me} \\(python3\\) on GPU-aaa"):
+        guard.during({12}, 2)
     with pytest.raises(DeviceBusy, match="outlived the task"):
         guard.after()
     with pytest.raises(DeviceBusy, match="in use before the judge"):
         guard.before()
+
+
+def test_pids_of_another_namespace_are_counted_against_the_workers() -> None:
+    """Pids nvidia-smi reads in another PID namespace (a runner in a container) cannot be
+    matched: up to one context per worker passes, one more is foreign."""
+    unseen = [ComputeApp(4_000_000 + i, "GPU-aaa") for i in range(3)]
+    guard = GpuGuard(lambda: unseen, settle_s=0.0)
+    guard.during(set(), 3)
+    with pytest.raises(DeviceBusy, match="another compute context"):
+        guard.during(set(), 2)
 
 
 def test_contexts_that_go_while_the_guard_waits_are_fine() -> None:
