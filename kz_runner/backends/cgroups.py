@@ -42,6 +42,7 @@ __all__ = [
 MODES = ("auto", "v1", "v2", "none")
 _V1_NEEDED = ("freezer", "cpuacct")
 _WAIT_S = 10.0
+_SWEEP_AGE_S = 600.0
 # The step's first process: join every group (its pid into each cgroup.procs), then exec the
 # sandbox, so no process of the step ever runs outside them. Exit 125 when a join fails.
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
@@ -111,6 +112,20 @@ class Hierarchy:
     def describe(self) -> str:
         folders = ", ".join(str(p) for p in self.bases.values())
         return f"cgroup v{self.version} ({folders})"
+
+    def sweep(self, older_than_s: float = _SWEEP_AGE_S) -> list[Path]:
+        """Remove the empty `kz-*` groups a runner killed mid-task left (the kernel refuses to
+        remove a group that still holds a process); ones younger than `older_than_s` are left
+        alone, as another runner may be about to join its new group. The removed folders."""
+        removed = []
+        cutoff = time.time() - older_than_s
+        for base in self.bases.values():
+            for folder in base.glob("kz-*"):
+                with contextlib.suppress(OSError):
+                    if folder.is_dir() and folder.stat().st_mtime < cutoff:
+                        folder.rmdir()
+                        removed.append(folder)
+        return removed
 
     def group(self, *, max_tasks: int | None = None) -> StepGroup:
         """A new, empty group for one step (`max_tasks`: its pids.max, where there is one)."""

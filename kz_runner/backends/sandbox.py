@@ -240,6 +240,9 @@ class SandboxBackend:
                 f"{detail[-1] if detail else 'exit ' + str(probe.returncode)}"
             )
         log.info("sandbox: every step is contained by %s", self.containment)
+        if self.hierarchy is not None:
+            for folder in self.hierarchy.sweep():
+                log.info("sandbox: removed %s, left empty by a runner that was killed", folder)
         if self.hierarchy is None:
             log.warning(
                 "sandbox: no writable cgroup hierarchy here, so containment is by PID namespace "

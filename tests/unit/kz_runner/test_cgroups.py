@@ -99,6 +99,23 @@ def test_a_groups_name_is_a_random_token_and_its_join_comes_first(tmp_path: Path
     assert hierarchy.live == set(two.folders.values())
 
 
+def test_a_sweep_removes_old_empty_groups_only(tmp_path: Path) -> None:
+    """What a killed runner left (empty, old) goes; a new group or one still holding
+    something (rmdir refused) stays."""
+    mountinfo, cgroup = _host(tmp_path, HYBRID)
+    hierarchy = find_hierarchy("v1", mountinfo=mountinfo, cgroup=cgroup)
+    assert hierarchy is not None
+    freezer = hierarchy.bases["freezer"]
+    old, new, busy = freezer / "kz-old", freezer / "kz-new", freezer / "kz-busy"
+    for folder in (old, new, busy):
+        folder.mkdir()
+    (busy / "cgroup.procs").write_text("42\n")  # a folder rmdir refuses, as a busy group
+    for folder in (old, busy):
+        os.utime(folder, (1_000_000_000, 1_000_000_000))
+    assert hierarchy.sweep() == [old]
+    assert new.is_dir() and busy.is_dir() and not old.exists()
+
+
 def test_source_copies_are_alike_whoever_wrote_them(tmp_path: Path) -> None:
     """Two trees of the same content, written with different modes and times, come out with
     the same modes and times: only their content tells them apart."""
