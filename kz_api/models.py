@@ -432,7 +432,7 @@ class HealthDoc(_Out, frozen=True, kw_only=True):
 
 
 class SuspectReasonDoc(_Out, frozen=True, kw_only=True):
-    source: Literal["tripwire", "runtime"]
+    source: Literal["tripwire", "runtime", "rival"]
     code: str
     message: str
     path: str | None = None
