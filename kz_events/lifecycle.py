@@ -64,6 +64,7 @@ __all__ = [
     "Commit",
     "Disqualify",
     "Fail",
+    "FlagRival",
     "Judge",
     "KernelLease",
     "MarkSuspect",
@@ -256,6 +257,14 @@ class MarkSuspect(msgspec.Struct, frozen=True, kw_only=True):
     reasons: list[SuspectReason]
 
 
+class FlagRival(msgspec.Struct, frozen=True, kw_only=True):
+    """The referee's command: mark main's source of a kernel (the accepted submission that put
+    it there) suspect, because it was voided as a rival in another submission's run."""
+
+    meta: EventMeta
+    reason: SuspectReason
+
+
 class ClearSuspect(msgspec.Struct, frozen=True, kw_only=True):
     meta: EventMeta
     reason: str = ""
@@ -271,6 +280,7 @@ Command = (
     | Commit
     | Disqualify
     | MarkSuspect
+    | FlagRival
     | ClearSuspect
 )
 
@@ -307,6 +317,7 @@ def decide(state: SubmissionState, command: Command) -> list[Event]:
         Commit: _decide_commit,
         Disqualify: _decide_disqualify,
         MarkSuspect: _decide_mark_suspect,
+        FlagRival: _decide_flag_rival,
         ClearSuspect: _decide_clear_suspect,
     }
     events: list[Event] = handlers[type(command)](state, command)  # type: ignore[operator]
@@ -553,6 +564,21 @@ def _decide_mark_suspect(state: SubmissionState, cmd: MarkSuspect) -> list[Event
     return [
         SubmissionSuspected(
             **_ids(state, cmd.meta), result_seq=cmd.result_seq, reasons=list(cmd.reasons)
+        )
+    ]
+
+
+def _decide_flag_rival(state: SubmissionState, cmd: FlagRival) -> list[Event]:
+    if state.status not in (Status.ACCEPTED, Status.COMMITTED) or state.result_seq is None:
+        raise _refuse(
+            "not_accepted", f"submission is {state.status}; only main's sources are flagged"
+        )
+    if cmd.reason in (state.suspect or []):
+        return []  # flagged already (a replay, or a retried append)
+    standing = state.suspect if state.suspect is not None and state.suspect_cleared is None else []
+    return [
+        SubmissionSuspected(
+            **_ids(state, cmd.meta), result_seq=state.result_seq, reasons=[*standing, cmd.reason]
         )
     ]
 

@@ -45,7 +45,9 @@ __all__ = [
     "Verdict",
     "candidate_failure",
     "metric_problem",
+    "rival_reason",
     "rule",
+    "versus_standing",
     "voided_rivals",
 ]
 

@@ -67,6 +67,7 @@ class OpenTask:
     claimed_at: datetime
     first_claimed_at: datetime | None = None
     has_result: bool = False  # the referee judges it; its runner is done
+    round_attempts: int | None = None  # attempts a round allows (a retry starts a new round)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +224,7 @@ class Sweeper:
                 s.claimed_at,
                 s.first_claimed_at,
                 s.result_seq is not None,
+                s.max_attempts,
             )
             for sid, s in self.subs.items()
             if s.status is Status.RUNNING and s.claimed_at is not None
@@ -243,7 +245,7 @@ class Sweeper:
         )
         ended = []
         for task in tasks:
-            rounds = self.subs[task.submission_id].max_attempts  # a retry starts a new round
+            rounds = task.round_attempts or task.max_attempts
             limit = open_limit_s(rounds, self.task_timeout_s, self.lease_s)
             for ending in endings(
                 [task], beats, now, self.lease_s, self.grace_s, limit_s=limit, gone=gone
