@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -37,6 +37,7 @@ from kz_harness.validity import Validity, agree, is_settled, validity
 __all__ = [
     "DEFAULT_MARGIN",
     "FAILURE_OUTCOMES",
+    "GATE_KEY",
     "GATE_RETRIES",
     "RIVAL_RETRY",
     "Facts",
@@ -44,6 +45,7 @@ __all__ = [
     "Ruling",
     "Verdict",
     "candidate_failure",
+    "gate_doc",
     "metric_problem",
     "rival_reason",
     "rule",
@@ -57,6 +59,7 @@ GATE_RETRIES = frozenset({"unmeasured", "unsettled"})  # one retry between them
 RIVAL_RETRY = "rival_voided"  # and one for a voided rival
 DEFAULT_MARGIN = 0.05  # the margin of a document that names none (kz_harness's default)
 RIVALS = ("incumbent", "reference")
+GATE_KEY = "gate"  # where a recorded document keeps the referee's reading of the gate
 
 _FAILURE_REASONS = {
     "build_failed": "build_test_env.py exited non-zero",
@@ -135,8 +138,16 @@ def rule(outcome: str, document: dict[str, Any] | None, facts: Facts) -> Ruling:
         return Ruling(Verdict.FAILED, "invalid_result", problem)
     assert document is not None
     gate = validity(document)
-    if not gate.valid:
-        return _gated(gate, facts, document)
+    ruling = (
+        _gated(gate, facts, document) if not gate.valid else _past_gate(outcome, document, facts)
+    )
+    if ruling.document is None:
+        return ruling
+    return replace(ruling, document={**ruling.document, GATE_KEY: gate_doc(gate)})
+
+
+def _past_gate(outcome: str, document: dict[str, Any], facts: Facts) -> Ruling:
+    """The rules after the gate: a voided rival, a confirmation, then the verdict."""
     voided = voided_rivals(document)
     if voided and RIVAL_RETRY not in facts.retried:
         words = _voided_words(document, voided)
@@ -148,6 +159,17 @@ def rule(outcome: str, document: dict[str, Any] | None, facts: Facts) -> Ruling:
     if "incumbent" in voided:
         return versus_standing(document, facts)
     return _side_by_side(outcome, document)
+
+
+def gate_doc(gate: Validity) -> dict[str, Any]:
+    """The gate's reading as the recorded document keeps it (under `gate`): the platform's,
+    beside the judge's own `validity`, so readers need not derive it again."""
+    return {
+        "measured": gate.measured,
+        "settled": gate.settled,
+        "spread": gate.spread,
+        "reason": gate.reason,
+    }
 
 
 def candidate_failure(document: Mapping[str, Any] | None) -> tuple[str, str] | None:
