@@ -81,19 +81,24 @@ class Records:
         self.flags: dict[tuple[str, str], RivalFlag] = {}  # flags to append, by their key
         self.flagged: set[tuple[str, str]] = set()  # (submission, message) appended already
         self.rival_retried: set[str] = set()  # submissions measured again for a voided rival
+        self.seen: set[str] = set()  # event ids folded: the referee folds its own verdicts
+        # as it appends them, and again when the log delivers them
 
     def _kernel(self, kernel_id: str) -> _Kernel:
         return self.kernels.setdefault(kernel_id, _Kernel())
 
     def track(self, event: Event | UnknownEvent) -> None:  # noqa: C901 - one case per event
+        if isinstance(event, UnknownEvent) or event.event_id in self.seen:
+            return
+        self.seen.add(event.event_id)
         match event:
             case SubmissionSubmitted(confirms=None):
                 self.sizes[event.submission_id] = event.package_size
             case SubmissionSubmitted(confirms=str() as confirmed):
                 self.opened(confirmed)
-            case SubmissionAccepted():
-                self._accepted(event)
+            case SubmissionAccepted():  # the rivals first: the incumbent is main's source before
                 self._rivals(event.kernel_id, event.submission_id, event.result)
+                self._accepted(event)
             case SubmissionRequeued(code=code) if code == RIVAL_RETRY:
                 self.rival_retried.add(event.submission_id)
             case SubmissionRejected() | SubmissionConfirmed():
