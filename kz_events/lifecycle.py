@@ -615,11 +615,13 @@ def _ended(
 ) -> dict[str, Any]:
     """What an ending other than a commit changes."""
     match event:
-        case SubmissionRejected():
+        case SubmissionRejected():  # the document as judged: the platform's verdict in it
+            recorded = {"result": event.result} if event.result is not None else {}
             return {
                 "status": Status.REJECTED,
                 "error_code": event.code,
                 "error_message": event.reason,
+                **recorded,
             }
         case SubmissionFailed():
             return {

@@ -711,7 +711,9 @@ def test_an_unsettled_result_is_requeued_once_then_rejected_inconclusive() -> No
     again = run(run(queued, claim(2, "r2")), report("r2", "L2", result=_noisy()))
     [ending] = decide(again, judge_of(again))
     assert isinstance(ending, SubmissionRejected) and ending.code == "inconclusive"
-    assert evolve(again, ending, again.version + 1).status is Status.REJECTED
+    rejected = evolve(again, ending, again.version + 1)
+    assert rejected.status is Status.REJECTED
+    assert rejected.result is not None and rejected.result["gate"]["settled"] is False
 
 
 def test_a_requeued_submission_gets_a_whole_round_of_attempts() -> None:
