@@ -41,6 +41,7 @@ from kz_harness.validity import is_settled
 __all__ = ["Records", "RivalFlag"]
 
 Score = tuple[float, float, float]
+RECENT_IDS = 4096  # far more than the verdicts in flight (the referee judges 32 at once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +82,20 @@ class Records:
         self.flags: dict[tuple[str, str], RivalFlag] = {}  # flags to append, by their key
         self.flagged: set[tuple[str, str]] = set()  # (submission, message) appended already
         self.rival_retried: set[str] = set()  # submissions measured again for a voided rival
-        self.seen: set[str] = set()  # event ids folded: the referee folds its own verdicts
-        # as it appends them, and again when the log delivers them
+        # The referee folds its own verdicts as it appends them, and the log delivers them too,
+        # before or after: the ids of the latest events folded make each one count once.
+        self.recent: dict[str, None] = {}
 
     def _kernel(self, kernel_id: str) -> _Kernel:
         return self.kernels.setdefault(kernel_id, _Kernel())
 
     def track(self, event: Event | UnknownEvent) -> None:  # noqa: C901 - one case per event
-        if isinstance(event, UnknownEvent) or event.event_id in self.seen:
+        """Fold one event, once however often it is handed over."""
+        if isinstance(event, UnknownEvent) or event.event_id in self.recent:
             return
-        self.seen.add(event.event_id)
+        self.recent[event.event_id] = None
+        if len(self.recent) > RECENT_IDS:
+            del self.recent[next(iter(self.recent))]  # the oldest: long folded by both paths
         match event:
             case SubmissionSubmitted(confirms=None):
                 self.sizes[event.submission_id] = event.package_size

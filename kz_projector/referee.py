@@ -170,10 +170,10 @@ class Referee:
 
     def track(self, seq: int, event: Event | UnknownEvent) -> None:
         self.position = max(self.position, seq)
+        self.records.track(event)  # imports and pins too: they name a board's reference
         sid = getattr(event, "submission_id", None)
         if sid is None or getattr(event, "aggregate", "") != "submission":
             return
-        self.records.track(event)
         state = evolve(self.subs.get(sid, SubmissionState()), event, seq)
         if isinstance(event, SubmissionResult):
             self.results[sid] = (seq, event)

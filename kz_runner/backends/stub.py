@@ -186,7 +186,10 @@ def _with_floor(document: dict[str, Any], floor: float) -> dict[str, Any]:
     return document
 
 
-def _document(accepted: bool, value: float, kernel_id: str, faults: Faults) -> dict[str, Any]:
+def _document(
+    accepted: bool, value: float, kernel_id: str, faults: Faults | None = None
+) -> dict[str, Any]:
+    faults = faults or Faults()
     resolution = value if faults.unmeasured else value / 1000
     return {
         "schema_version": 3,

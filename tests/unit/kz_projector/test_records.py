@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kz_events.events import (
+    ReferencePinned,
     SubmissionAccepted,
     SubmissionCommitted,
     SubmissionDisputed,
@@ -94,8 +95,8 @@ def test_a_rival_voided_after_its_retry_flags_main_s_source_once() -> None:
     records.track(_accepted("k", "main", (1.2, 1.18, 1.22)))
     records.track(_requeued("k", "challenger"))
     verdict = _accepted("k", "challenger", (1.5, 1.48, 1.52), **VOIDED)
-    records.track(verdict)
-    records.track(verdict)
+    records.track(verdict)  # as the referee appends it
+    records.track(verdict)  # and as the log delivers it
     [flag] = records.pending_flags()
     assert (flag.kernel_id, flag.submission_id) == (f"{BOARD}/k", "main")
     assert flag.reason.source == "rival" and flag.reason.code == "incumbent_voided"
@@ -139,3 +140,33 @@ def test_a_voided_reference_flags_the_submission_that_committed_it() -> None:
     records.track(_accepted("k", "challenger", (1.5, 1.48, 1.52), **voided))
     [flag] = records.pending_flags()
     assert (flag.submission_id, flag.reason.code) == ("r-sid", "reference_voided")
+
+
+def test_a_voided_reference_flags_the_pinned_one_once_a_maintainer_pinned_another() -> None:
+    records = Records()
+    for name, sid, commit in (("ref", "r-sid", "c" * 40), ("other", "o-sid", "d" * 40)):
+        records.track(_accepted(name, sid, None))
+        records.track(
+            SubmissionCommitted(
+                **_meta(),
+                submission_id=sid,
+                kernel_id=f"{BOARD}/{name}",
+                source_commit=commit,
+                bench_result_commit="b" * 40,
+                accepted_seq=1,
+            )
+        )
+    records.track(
+        ReferencePinned(
+            event_id=str(uuid.uuid4()),
+            occurred_at=datetime.now(UTC),
+            actor="maint",
+            kernel_id=f"{BOARD}/other",
+            commit="d" * 40,
+        )
+    )
+    records.track(_requeued("k", "challenger"))
+    voided = {"rivals": {"reference": {"status": "voided", "reason": "wrong outputs"}}}
+    records.track(_accepted("k", "challenger", (1.5, 1.48, 1.52), **voided))
+    [flag] = records.pending_flags()
+    assert (flag.kernel_id, flag.submission_id) == (f"{BOARD}/other", "o-sid")
