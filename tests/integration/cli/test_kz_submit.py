@@ -143,8 +143,6 @@ def test_a_crashing_candidate_reads_the_same_in_kz_submit_the_api_and_the_log(
     assert status["error"] == {"code": "candidate_error", "message": words}
     shown = kz("status", sid, "--server", stack, "--submitter", "eve")
     assert shown.stdout.startswith(f"rejected: {words}\n")
-    log = httpx.get(
-        f"{stack}/api/submissions/{sid}/logs", headers={"X-Submitter-Id": "eve"}
-    ).text
+    log = httpx.get(f"{stack}/api/submissions/{sid}/logs", headers={"X-Submitter-Id": "eve"}).text
     assert "result sent to the referee, which gives the verdict" in log
     assert "== rejected:" not in log
