@@ -35,6 +35,7 @@ from kz_events.events import (
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
+    SubmissionRequeued,
     SubmissionSubmitted,
     SubmissionSuspectCleared,
     SubmissionSuspected,
@@ -316,8 +317,10 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
                 state.pending[sid] = event.summary
             if event.confirms is not None:
                 _confirming(state, event.kernel_id, sid, event.confirms)
-        case SubmissionClaimed() if sid in state.open_subs:
-            state.open_subs[sid] = (state.open_subs[sid][0], "running")
+        case SubmissionClaimed() | SubmissionRequeued() if sid in state.open_subs:
+            # a claim runs it; a retry (requeued) waits for a runner again
+            running = isinstance(event, SubmissionClaimed)
+            state.open_subs[sid] = (state.open_subs[sid][0], "running" if running else "queued")
         case SubmissionAccepted():
             summary = state.pending.pop(sid, None)
             if summary is not None:

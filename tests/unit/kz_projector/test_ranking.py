@@ -14,8 +14,10 @@ from kz_events.events import (
     Event,
     KernelImported,
     SubmissionAccepted,
+    SubmissionClaimed,
     SubmissionConfirmed,
     SubmissionDisputed,
+    SubmissionRequeued,
     SubmissionSubmitted,
     SubmissionSuspectCleared,
     SubmissionSuspected,
@@ -206,3 +208,31 @@ def test_the_same_log_renders_the_same_bytes() -> None:
     log.accept("b", "s2", (1.49, 1.46, 1.52))
     log.confirm("a", "s1", agrees=False)
     assert log.render() == log.render()
+
+
+def test_a_retry_is_queued_again_in_the_index() -> None:
+    """A requeued submission counts as queued for its arch until a runner claims it again."""
+    common = {"submission_id": "s1", "kernel_id": f"{BOARD}/k"}
+    events: list[Event] = [
+        SubmissionSubmitted(
+            **Log()._meta("alice"),
+            **common,
+            submitter_id="alice",
+            package_digest="d" * 64,
+            package_size=1,
+        ),
+        SubmissionClaimed(**Log()._meta("r1"), **common, runner_id="r1", attempt=1, lease_id="L"),
+        SubmissionRequeued(
+            **Log()._meta("referee"),
+            **common,
+            code="unsettled",
+            reason="too noisy",
+            result_seq=3,
+            attempt=1,
+            avoid_runner="r1",
+        ),
+    ]
+    state = IndexState()
+    for seq, event in enumerate(events, 1):
+        state = fold_index(state, seq, event)
+    assert json.loads(render_index(state))["queue"] == {"cpu": {"queued": 1, "running": 0}}
