@@ -45,9 +45,11 @@ TERMINAL = {str(status) for status in LIFECYCLE_TERMINAL}
 
 EXIT_CODES = """exit codes:
   0  accepted or committed, or a confirmation run that agreed (kz submit --no-wait: queued)
-  1  rejected: the judge measured it and it did not beat the board
-  2  failed, cancelled, a confirmation run that disputed its result, refused (locally or by
-     the server), or any other error
+  1  rejected: a verdict on the kernel (not faster, its own failure or wrong output, or
+     inconclusive: the host could not tell, measured twice)
+  2  failed (the build, the judge, its result or the time limit: no verdict), cancelled, a
+     confirmation run that disputed its result, refused (locally or by the server, e.g. 429
+     rate_limited), or any other error
 """
 
 
