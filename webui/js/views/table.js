@@ -75,7 +75,7 @@ function scoreCell(e, referenceName) {
     interval ? h('span', { class: 'interval' }, ` (${interval})`) : null,
     s.basis === 'absolute' || s.basis === 'reference' ? [' ', h('span', { class: 'basis' }, s.basis === 'absolute' ? 'estimate' : 'reference')] : null,
     e.confirmation ? [' ', confirmationBadge(e.confirmation)] : null,
-    e.heldBack ? [' ', badge('held back', 'warn', standingNote({ heldBack: e.heldBack }))] : null,
+    e.heldBack ? [' ', h('span', { class: 'badge tone-warn held', title: standingNote({ heldBack: e.heldBack }) }, 'held back')] : null,
   );
 }
 
