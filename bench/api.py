@@ -271,6 +271,7 @@ def cpu_per_submission(submissions: int, rounds: int) -> int:
             nats.url,
             port,
             KZ_MAX_OPEN_SUBMISSIONS="1000000",
+            KZ_RESUBMIT_LIMIT="0",  # throughput, not the resubmission rate, is measured
             KZ_LEASE_SECRET="bench-lease-secret-0123456789abcdef",
         )
         api = KzProcess("api", kz_argv("api"), env, tmp / "api.log").start()

@@ -113,6 +113,7 @@ class Stack:
             self.nats.url,
             self.port,
             KZ_MAX_OPEN_SUBMISSIONS="100000",
+            KZ_RESUBMIT_LIMIT="0",  # throughput, not the resubmission rate, is measured
             KZ_LEASE_SECRET="bench-lease-secret-0123456789abcdef",
             **extra,
         )

@@ -70,6 +70,7 @@ _STATUS_BY_CODE: dict[str, int] = {
     "unknown_runner": 404,
     "package_too_large": 413,
     "quota_exceeded": 429,
+    "rate_limited": 429,
 }
 
 

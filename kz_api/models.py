@@ -43,13 +43,16 @@ __all__ = [
     "NatsDoc",
     "PinReferenceBody",
     "QueueDepth",
+    "Reading",
     "RebaseAnswer",
     "RegisterAnswer",
     "RegisterBody",
     "ResultAnswer",
     "ResultBody",
     "ResultSummary",
+    "RetryDoc",
     "ReviewBoardBody",
+    "RivalDoc",
     "RunnerDoc",
     "RunnerList",
     "SkippedDoc",
@@ -61,6 +64,7 @@ __all__ = [
     "SuspectDoc",
     "SuspectReasonDoc",
     "TaskOffer",
+    "ValidityDoc",
 ]
 
 RUNNER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@+\-]{0,127}$"
@@ -140,6 +144,43 @@ class ConfirmationDoc(_Out, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+Reading = Literal["measured", "unsettled", "too_small"]
+
+
+class ValidityDoc(_Out, frozen=True, kw_only=True):
+    """The referee's reading of the validity gate for the result (docs/judging.md):
+    `measured` (every figure a measurement and the score settled), `unsettled` (the interval
+    spread wider than a settled one may) or `too_small` (a figure within ten resolutions of
+    what the runner can resolve), with the spread and the reason in words."""
+
+    reading: Reading
+    measured: bool
+    settled: bool
+    spread: float | None = None
+    reason: str = ""
+
+
+class RetryDoc(_Out, frozen=True, kw_only=True):
+    """The automatic retries of the submission (`requeued`): how many, why each (`codes`:
+    unmeasured, unsettled, rival_voided), the latest one's reason, and whether it is being
+    measured again now."""
+
+    count: int
+    codes: list[str]
+    reason: str | None = None
+    in_progress: bool = False
+
+
+class RivalDoc(_Out, frozen=True, kw_only=True):
+    """A rival (the incumbent or the board's reference) the judge voided in this result's run:
+    its fault, never the challenger's."""
+
+    role: str
+    status: str
+    code: str | None = None
+    reason: str | None = None
+
+
 class StatusDoc(_Out, frozen=True, kw_only=True):
     submission_id: str
     kernel_id: str
@@ -163,6 +204,10 @@ class StatusDoc(_Out, frozen=True, kw_only=True):
     confirmation: ConfirmationDoc | None = None
     # Who made it (agent, model, tokens, cost, transcript link), when the submitter said.
     provenance: Provenance | None = None
+    # The validity gate's reading of the current result, the retries, and the rivals voided.
+    validity: ValidityDoc | None = None
+    retry: RetryDoc | None = None
+    voided_rivals: list[RivalDoc] = msgspec.field(default_factory=list)
 
 
 class EventRow(_Out, frozen=True, kw_only=True):
@@ -437,7 +482,7 @@ class HealthDoc(_Out, frozen=True, kw_only=True):
 
 
 class SuspectReasonDoc(_Out, frozen=True, kw_only=True):
-    source: Literal["tripwire", "runtime"]
+    source: Literal["tripwire", "runtime", "rival"]
     code: str
     message: str
     path: str | None = None

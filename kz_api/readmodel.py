@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -56,6 +56,7 @@ __all__ = [
 # long-poll apart); one silent this long is gone, however it stopped (a crash leaves no
 # `deregistered`, and a previous `kz up`'s runner would otherwise stay listed as idle).
 RUNNER_GONE_AFTER = timedelta(seconds=90)
+RECENT_SUBMISSIONS = 256  # kept per submitter and kernel: the rate allows far fewer a window
 
 
 @dataclass
@@ -158,6 +159,9 @@ class ReadModels:
         self.running: dict[str, set[str]] = {}
         self.open_by_submitter: Counter[str] = Counter()
         self.open_digests: dict[tuple[str, str], str] = {}
+        # (submitter, kernel) → when they submitted it, newest last: the resubmission rate's
+        # facts (kz_events.admission); confirmation runs are not theirs and are not counted
+        self.submitted_at: dict[tuple[str, str], deque[datetime]] = {}
         self.idempotency: dict[tuple[str, str], str] = {}
         self.stored_packages: set[str] = set()  # digests a `submitted` event vouches for
         self.confirmations: dict[str, str] = {}  # accepted submission → its confirmation run
@@ -243,6 +247,11 @@ class ReadModels:
         self.stored_packages.add(event.package_digest)
         if event.confirms is not None:  # one per result: the first the log names stands
             self.confirmations.setdefault(event.confirms, event.submission_id)
+        else:
+            times = self.submitted_at.setdefault(
+                (event.submitter_id, event.kernel_id), deque(maxlen=RECENT_SUBMISSIONS)
+            )
+            times.append(event.occurred_at)
         if event.idempotency_key:
             self.idempotency[(event.submitter_id, event.idempotency_key)] = event.submission_id
 

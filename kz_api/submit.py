@@ -95,6 +95,9 @@ def _admission(
         judge_changes=list(changed or []),
         board_judge=judge.board_kernel if judge is not None else None,
         maintainer=submitter.maintainer,
+        recent_submissions=list(models.submitted_at.get((submitter.id, kid), ())),
+        resubmit_limit=ctx.settings.resubmit_limit or None,
+        resubmit_window_s=ctx.settings.resubmit_window_s,
     )
 
 

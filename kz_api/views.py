@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from kz_api.models import (
     Commits,
@@ -12,16 +13,21 @@ from kz_api.models import (
     EventRow,
     HistoryRow,
     LeaseDoc,
+    Reading,
     ResultSummary,
+    RetryDoc,
+    RivalDoc,
     RunnerDoc,
     StatusDoc,
     SubmissionDetail,
     SuspectDoc,
     SuspectReasonDoc,
+    ValidityDoc,
 )
 from kz_api.readmodel import HistoryEntry, ReadModels, RunnerView, SubmissionView
-from kz_events.lifecycle import KernelLease, Status, SubmissionState
+from kz_events.lifecycle import OPEN, KernelLease, Status, SubmissionState
 from kz_events.result import ResultDocument, stored_result
+from kz_events.ruling import GATE_KEY, voided_rivals
 
 __all__ = [
     "confirmation_doc",
@@ -29,9 +35,12 @@ __all__ = [
     "history_row",
     "is_suspect",
     "lease_doc",
+    "retry_doc",
+    "rivals_doc",
     "runner_doc",
     "status_doc",
     "suspect_doc",
+    "validity_doc",
 ]
 
 
@@ -82,12 +91,65 @@ def confirmation_doc(view: SubmissionView, models: ReadModels) -> ConfirmationDo
     mark: ConfirmationMark = _MARKS.get(status, "unconfirmed")
     summary = _result(run) if mark != "unconfirmed" else None
     reason = summary.reason if summary is not None else run.state.error_message
+    if mark == "confirmed" and is_suspect(view.state):  # suspect is not a record
+        mark, reason = "unconfirmed", f"{reason}; shown once a maintainer clears the suspect mark"
     return ConfirmationDoc(
         submission_id=run.id,
         status=str(status),
         mark=mark,
         reason=reason,
     )
+
+
+def validity_doc(state: SubmissionState) -> ValidityDoc | None:
+    """The referee's reading of the gate, as the recorded result keeps it (`gate`); None
+    before the result was judged, or for one judged before the gate (or failed ahead of it)."""
+    gate = (state.result or {}).get(GATE_KEY)
+    if not isinstance(gate, dict) or not isinstance(gate.get("measured"), bool):
+        return None
+    measured, settled = gate["measured"], gate.get("settled") is True
+    reading: Reading = (
+        "measured" if measured and settled else "unsettled" if measured else "too_small"
+    )
+    spread = gate.get("spread")
+    return ValidityDoc(
+        reading=reading,
+        measured=measured,
+        settled=settled,
+        spread=float(spread) if isinstance(spread, int | float) else None,
+        reason=str(gate.get("reason") or ""),
+    )
+
+
+def retry_doc(state: SubmissionState) -> RetryDoc | None:
+    if not state.requeues:
+        return None
+    return RetryDoc(
+        count=len(state.requeues),
+        codes=list(state.requeues),
+        reason=state.requeue_reason,
+        in_progress=state.status in OPEN,
+    )
+
+
+def rivals_doc(state: SubmissionState) -> list[RivalDoc]:
+    """The rivals the current result's judge voided."""
+    document = state.result or {}
+    found = document.get("rivals")
+    rivals: dict[str, Any] = found if isinstance(found, dict) else {}
+    docs = []
+    for role in voided_rivals(document):
+        entry = rivals.get(role) or {}
+        code, reason = entry.get("code"), entry.get("reason")
+        docs.append(
+            RivalDoc(
+                role=role,
+                status="voided",
+                code=str(code) if code is not None else None,
+                reason=str(reason) if reason is not None else None,
+            )
+        )
+    return docs
 
 
 def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True) -> StatusDoc:
@@ -118,6 +180,9 @@ def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True
         confirms=state.confirms,
         confirmation=confirmation_doc(view, models),
         provenance=view.submitted.provenance,
+        validity=validity_doc(state),
+        retry=retry_doc(state),
+        voided_rivals=rivals_doc(state),
     )
 
 

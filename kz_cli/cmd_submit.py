@@ -196,24 +196,65 @@ def _refused(
 
 
 def _describe(doc: dict[str, Any]) -> str:
+    """The status in the API's own words: the status, then for an ending the error's message
+    (a failure's code first: it says which step failed) or the verdict's reason; a retry, the
+    validity gate's reading, voided rivals, a suspect mark and a confirmation each on a line."""
     status = str(doc["status"])
+    retry = doc.get("retry") or {}
     if status == "queued":
         position = doc.get("queue_position")
-        return "queued" + (f" (position {position})" if position is not None else "")
-    if status == "running":
-        return f"running attempt {doc.get('attempt')} on {doc.get('runner_id')}"
-    result = doc.get("result") or {}
-    line = status
-    if result.get("reason"):
-        line += f": {result['reason']}"
-    error = doc.get("error") or {}
-    if error and error.get("message") != result.get("reason"):  # a rejection's error repeats it
-        line += f": {error.get('code')}: {error.get('message')}"
+        line = "queued" + (f" (position {position})" if position is not None else "")
+    elif status == "running":
+        line = f"running attempt {doc.get('attempt')} on {doc.get('runner_id')}"
+    else:
+        line = status + _ending_words(doc)
+    if retry.get("in_progress"):
+        line += f"\n  retrying ({retry.get('count')} of 2 at most): {retry.get('reason')}"
+    line += "".join(f"\n  {extra}" for extra in _marks(doc))
     commits = doc.get("commits") or {}
     if commits.get("source"):
         line += f"\n  source commit       {commits['source']}"
         line += f"\n  bench-result commit {commits['bench_result']}"
     return line
+
+
+def _ending_words(doc: dict[str, Any]) -> str:
+    error = doc.get("error") or {}
+    if error:
+        code = error.get("code")
+        if doc.get("status") == "failed" and code:
+            return f": {code}: {error.get('message')}"
+        return f": {error.get('message')}"
+    reason = (doc.get("result") or {}).get("reason")
+    return f": {reason}" if reason else ""
+
+
+def _marks(doc: dict[str, Any]) -> list[str]:
+    """The lines under the status: validity, voided rivals, suspect, confirmation."""
+    marks = []
+    validity = doc.get("validity") or {}
+    if validity:
+        spread = validity.get("spread")
+        figure = f" (spread {spread:.1%})" if isinstance(spread, int | float) else ""
+        words = validity.get("reason") or ""
+        marks.append(f"validity: {str(validity.get('reading')).replace('_', ' ')}{figure}")
+        if words:
+            marks[-1] += f": {words}"
+    for rival in doc.get("voided_rivals") or []:
+        marks.append(
+            f"rival voided: the {rival.get('role')} ({rival.get('reason') or rival.get('code')}): "
+            "its fault, not this submission's"
+        )
+    suspect = doc.get("suspect") or {}
+    if suspect and not suspect.get("cleared"):
+        codes = ", ".join(sorted({str(r.get("code")) for r in suspect.get("reasons") or []}))
+        marks.append(f"suspect ({codes}): held back from the board until a maintainer clears it")
+    confirmation = doc.get("confirmation") or {}
+    if confirmation:
+        marks.append(
+            f"confirmation: {confirmation.get('mark')}: {confirmation.get('reason') or ''}"
+        )
+    return marks
 
 
 def verdict_lines(doc: dict[str, Any], base_url: str) -> list[str]:

@@ -70,9 +70,11 @@ _SUBMISSION_BY_API = (
     "disqualified",
     "suspect_cleared",
 )
-# The referee opens confirmation runs (`submitted` with `confirms`) and ends them.
+# The referee opens confirmation runs (`submitted` with `confirms`) and ends them, and
+# returns a result it measures again to the queue (`requeued`).
 _SUBMISSION_BY_PROJECTOR = (
     "submitted",
+    "requeued",
     "accepted",
     "rejected",
     "failed",

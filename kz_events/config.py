@@ -57,6 +57,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # limits
     max_upload_bytes: int = 32 * 1024 * 1024
     max_open_submissions: int = 50
+    # submissions of one kernel by one submitter per window (0: no limit); kz_events.admission
+    resubmit_limit: int = 6
+    resubmit_window_s: float = 3600.0
     replicas: int = 1
     lease_secret: str | None = None
     # an API on an address other than loopback (check_exposure)
@@ -104,6 +107,8 @@ _ENV: dict[str, str] = {
     "KZ_MAX_ATTEMPTS": "max_attempts",
     "KZ_MAX_UPLOAD_BYTES": "max_upload_bytes",
     "KZ_MAX_OPEN_SUBMISSIONS": "max_open_submissions",
+    "KZ_RESUBMIT_LIMIT": "resubmit_limit",
+    "KZ_RESUBMIT_WINDOW_S": "resubmit_window_s",
     "KZ_REPLICAS": "replicas",
     "KZ_LEASE_SECRET": "lease_secret",
     "KZ_OPEN_SUBMISSIONS": "open_submissions",
@@ -125,6 +130,7 @@ _POSITIVE = {
     "max_attempts",
     "max_upload_bytes",
     "max_open_submissions",
+    "resubmit_window_s",
     "replicas",
     "max_kernel_lease_s",
     "head_timeout_s",
@@ -229,6 +235,11 @@ def _check(settings: Settings) -> list[str]:
         value = getattr(settings, field)
         if not (math.isfinite(value) and value > 0):
             problems.append(f"{_name(field)}: expected a positive number, got {value}")
+    if settings.resubmit_limit < 0:
+        problems.append(
+            f"KZ_RESUBMIT_LIMIT: expected a count of submissions (0: no limit), "
+            f"got {settings.resubmit_limit}"
+        )
     if settings.port > 65535:
         problems.append(f"KZ_PORT: expected a port number 1-65535, got {settings.port}")
     if settings.runner_backend not in _BACKENDS:

@@ -72,7 +72,7 @@ from kz_events.subjects import (
     LOGS_BUCKET,
     PACKAGES_BUCKET,
     consumer_name,
-    submitted_filter,
+    task_filters,
 )
 
 __all__ = ["TRANSIENT", "EventLog", "LogOptions", "Stored", "take"]
@@ -502,6 +502,11 @@ class EventLog:
     ) -> str:
         """Create (or update) the durable pull consumer that every runner of `arch` shares.
 
+        It delivers the arch's `submitted` and `requeued` events (`task_filters`, NATS >= 2.10
+        `filter_subjects`). The create request updates a consumer that exists with another
+        configuration (one made before `requeued` existed, filtered to `submitted` alone): a
+        pull subscription would not, and retries would never be delivered.
+
         `lease_s` is the ack wait: a task whose runner stops heartbeating (`in_progress`) is
         redelivered after it. Deliveries are not bounded: the log counts the attempts (its
         `claimed` events, up to the submission's `max_attempts`), and a delivery counter, which
@@ -512,7 +517,7 @@ class EventLog:
         config = ConsumerConfig(
             durable_name=name,
             name=name,
-            filter_subject=submitted_filter(arch),
+            filter_subjects=task_filters(arch),
             deliver_policy=DeliverPolicy.ALL,
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=lease_s,

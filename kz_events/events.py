@@ -46,6 +46,7 @@ __all__ = [
     "SubmissionEvent",
     "SubmissionFailed",
     "SubmissionRejected",
+    "SubmissionRequeued",
     "SubmissionResult",
     "SubmissionSubmitted",
     "SubmissionSuspectCleared",
@@ -123,9 +124,10 @@ class TripwireHit(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SuspectReason(msgspec.Struct, frozen=True, kw_only=True):
-    """Why a result is suspect: a tripwire hit in the package or a flag the judge raised."""
+    """Why a result is suspect: a tripwire hit in the package, a flag the judge raised, or (for
+    main's source of a kernel) a rival voided in another submission's side-by-side run."""
 
-    source: Literal["tripwire", "runtime"]
+    source: Literal["tripwire", "runtime", "rival"]
     code: str
     message: str = ""
     path: str | None = None
@@ -199,6 +201,20 @@ class SubmissionRejected(_SubmissionBase, frozen=True, kw_only=True, tag="reject
     reason: str
     code: str = "rejected"
     result: dict[str, Any] | None = None
+
+
+class SubmissionRequeued(_SubmissionBase, frozen=True, kw_only=True, tag="requeued"):
+    """The referee set the result at `result_seq` aside and returned the submission to the
+    queue for one more attempt: the result was not a measurement (`code` `unmeasured`), its
+    interval had not settled (`unsettled`), or a rival measured beside it was voided
+    (`rival_voided`). The task queue delivers this event as a task again; the runner that
+    measured the result (`avoid_runner`) hands it on to another one where one serves the arch."""
+
+    code: str
+    reason: str
+    result_seq: int
+    attempt: int
+    avoid_runner: str | None = None
 
 
 class SubmissionFailed(_SubmissionBase, frozen=True, kw_only=True, tag="failed"):
@@ -358,6 +374,7 @@ SubmissionEvent = (
     | SubmissionResult
     | SubmissionAccepted
     | SubmissionRejected
+    | SubmissionRequeued
     | SubmissionFailed
     | SubmissionConfirmed
     | SubmissionDisputed
@@ -378,6 +395,7 @@ EVENT_CLASSES: tuple[type[_Base], ...] = (
     SubmissionResult,
     SubmissionAccepted,
     SubmissionRejected,
+    SubmissionRequeued,
     SubmissionFailed,
     SubmissionConfirmed,
     SubmissionDisputed,

@@ -2,11 +2,14 @@
 transport. The native runner (kz_runner.native) calls it directly; the API's runner endpoints
 (kz_api.runner_tasks) call it on an HTTP runner's behalf. Both get the same answer in every case.
 
-- `claim`: take the next delivery of the runner's architectures and append `claimed` (the attempt
-  the log counts next) through `execute`. A delivery that is no task is terminated; one whose
-  submission ended is acknowledged; one whose submission is open but not claimable now (its lease
-  is live, its attempts are used up) is handed back for a lease, never acknowledged: it may be the
-  only copy of the task. A claim that kept conflicting hands the delivery back at once.
+- `claim`: take the next delivery of the runner's architectures (a `submitted` event, or a
+  `requeued` one that returns a submission to the queue for a retry) and append `claimed` (the
+  attempt the log counts next) through `execute`. A delivery that is no task is terminated; one
+  whose submission ended, or that a later `requeued` superseded, is acknowledged; one whose
+  submission is open but not claimable now (its lease is live, its attempts are used up) is handed
+  back for a lease, never acknowledged: it may be the only copy of the task. A claim that kept
+  conflicting hands the delivery back at once. A task that names a runner to avoid (a
+  confirmation run, a retry) is handed back a few times by that runner, so another takes it.
 - `heartbeat`: from the log, not a read model: a cancelled submission says stop; a lease that is
   no longer the submission's current claim is refused (`stale_lease`); else the heartbeat goes
   to the live stream and the delivery's redelivery deadline is pushed out.
@@ -28,7 +31,13 @@ from dataclasses import dataclass
 
 from kz_events.commands import Submission, execute
 from kz_events.errors import ConcurrencyConflict, RuleViolation
-from kz_events.events import EventMeta, SubmissionSubmitted, TaskHeartbeat, checked_event
+from kz_events.events import (
+    EventMeta,
+    SubmissionRequeued,
+    SubmissionSubmitted,
+    TaskHeartbeat,
+    checked_event,
+)
 from kz_events.ids import KernelId
 from kz_events.lifecycle import (
     HOLDER_GONE_AFTER,
@@ -145,19 +154,21 @@ class LeaseService:
                 return None
 
     async def _claim(self, msg: TaskMessage, runner_id: str) -> TaskLease | None:
-        task = checked_event(msg.subject, msg.data)
-        if not isinstance(task, SubmissionSubmitted):
+        task, avoid = await self._task_of(msg)
+        if task is None:
             await self.log.settle_task(msg.reply, Settle.TERM)  # no task (undecodable, misfiled)
             return None
-        if task.avoid_runner == runner_id and msg.deliveries <= AVOID_DELIVERIES:
-            # A confirmation run is for another runner when one serves the arch: handed back
-            # a few times, it comes to this one again after other work.
+        if avoid == runner_id and msg.deliveries <= AVOID_DELIVERIES:
+            # A confirmation run or a retry is for another runner when one serves the arch:
+            # handed back a few times, it comes to this one again after other work.
             await self.log.settle_task(msg.reply, Settle.NAK, delay_s=AVOID_DELAY_S)
             return None
         aggregate = Submission.of(task.kernel_id, task.submission_id)
         lease_id = str(uuid.uuid4())
 
         async def claiming(state: SubmissionState) -> Claim:
+            if state.task_seq > msg.seq:
+                raise RuleViolation("a retry queued the task again", code="superseded")
             seen, phase = await lease_signs(
                 self.log, aggregate.arch, task.submission_id, state.lease_id
             )
@@ -171,8 +182,9 @@ class LeaseService:
                 lease_s=self.lease_s * HOLDER_GONE_AFTER,
             )
 
-        # A first delivery usually finds the submission as it was submitted: try that first.
-        first = fold([(msg.seq, task)]) if msg.deliveries == 1 else None
+        # A first delivery of a submission usually finds it as it was submitted: try that first.
+        plain = msg.deliveries == 1 and msg.subject.endswith(".submitted")
+        first = fold([(msg.seq, task)]) if plain else None
         try:
             done = await execute(self.log, aggregate, claiming, expected=first)
         except RuleViolation as refusal:
@@ -194,12 +206,26 @@ class LeaseService:
             confirms=task.confirms,
         )
 
+    async def _task_of(self, msg: TaskMessage) -> tuple[SubmissionSubmitted | None, str | None]:
+        """The submission a delivery queues, and the runner it prefers to avoid: a `submitted`
+        event is the task itself; a `requeued` one names a submission whose `submitted` event
+        says what to run. (None, None) for a delivery that is no task."""
+        event = checked_event(msg.subject, msg.data)
+        if isinstance(event, SubmissionSubmitted):
+            return event, event.avoid_runner
+        if not isinstance(event, SubmissionRequeued):
+            return None, None
+        aggregate = Submission.of(event.kernel_id, event.submission_id)
+        stored = await self.log.load(aggregate.subject_filter)
+        submitted = next((e for _, e in stored if isinstance(e, SubmissionSubmitted)), None)
+        return submitted, event.avoid_runner
+
     async def _refused(
         self, msg: TaskMessage, task: SubmissionSubmitted, refusal: RuleViolation
     ) -> None:
         aggregate = Submission.of(task.kernel_id, task.submission_id)
         state = fold(await self.log.load(aggregate.subject_filter))
-        if state.status in OPEN:
+        if state.status in OPEN and state.task_seq <= msg.seq:
             log.info(
                 "leases: %s not claimable now (%s); handing it back",
                 task.submission_id,
@@ -207,7 +233,7 @@ class LeaseService:
             )
             await self.log.settle_task(msg.reply, Settle.NAK, delay_s=self.lease_s)
         else:
-            await self.log.settle_task(msg.reply, Settle.ACK)  # ended: nothing to run
+            await self.log.settle_task(msg.reply, Settle.ACK)  # ended or queued again: done
 
     # --- while it runs --------------------------------------------------------------------
 

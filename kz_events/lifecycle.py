@@ -7,20 +7,18 @@ Nothing here reads a clock, the environment, the network or the disk: time comes
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 import msgspec
 
-from kz_events.errors import InvalidResult, RuleViolation
+from kz_events.admission import Admission, admit
+from kz_events.errors import RuleViolation
 from kz_events.events import (
     Event,
     EventMeta,
-    KernelClaimed,
-    KernelReleased,
     PackageSummary,
     SubmissionAccepted,
     SubmissionCancelled,
@@ -31,6 +29,7 @@ from kz_events.events import (
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
+    SubmissionRequeued,
     SubmissionResult,
     SubmissionSubmitted,
     SubmissionSuspectCleared,
@@ -40,10 +39,20 @@ from kz_events.events import (
     UnknownEvent,
 )
 from kz_events.provenance import Provenance
-from kz_events.result import ResultDocument, result_flags, stored_result
-from kz_harness.sidebyside import confirmation_verdict, document_verdict
+from kz_events.kernel_lease import (
+    ClaimKernel,
+    KernelLease,
+    ReleaseKernel,
+    decide_lease,
+    evolve_lease,
+    fold_lease,
+    held_by_another,
+)
+from kz_events.result import ResultDocument, result_flags
+from kz_events.ruling import FAILURE_OUTCOMES, Facts, MetricSpec, Ruling, Verdict, rule
 
 __all__ = [
+    "FAILURE_OUTCOMES",
     "HOLDER_GONE_AFTER",
     "OPEN",
     "RELEASED_PHASE",
@@ -56,6 +65,7 @@ __all__ = [
     "Commit",
     "Disqualify",
     "Fail",
+    "FlagRival",
     "Judge",
     "KernelLease",
     "MarkSuspect",
@@ -103,9 +113,6 @@ TERMINAL = frozenset(
 )
 OPEN = frozenset({Status.QUEUED, Status.RUNNING})
 
-# Runner outcomes that are not verdicts end the submission as `failed` with that code.
-FAILURE_OUTCOMES = frozenset({"build_failed", "benchmark_error", "invalid_result", "timed_out"})
-
 
 class SubmissionState(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the rules need to know about one submission, folded from its events."""
@@ -137,30 +144,21 @@ class SubmissionState(msgspec.Struct, frozen=True, kw_only=True):
     claimed_at: datetime | None = None  # when the current claim was made
     first_claimed_at: datetime | None = None
     confirms: str | None = None  # a confirmation run: the accepted submission it runs again
+    # Retries (`requeued`): their codes, the latest one's reason, the attempt the current round
+    # of attempts starts after, and the stream sequence of the message that queued the task.
+    requeues: list[str] = msgspec.field(default_factory=list)
+    requeue_reason: str | None = None
+    round_start: int = 0
+    task_seq: int = 0
+    avoid_runner: str | None = None
 
-
-class MetricSpec(msgspec.Struct, frozen=True):
-    """The kernel's declared metric that an accepted result must fit."""
-
-    name: str
-    unit: str
-    better: str
+    @property
+    def last_attempt(self) -> int:
+        """The last attempt the current round allows: `max_attempts` after its start."""
+        return self.round_start + self.max_attempts
 
 
 # --- commands -------------------------------------------------------------------------------
-
-
-class Admission(msgspec.Struct, frozen=True, kw_only=True):
-    """The facts the admission rules of a submission weigh, gathered by the shell (the API's
-    read models and its package check). The defaults admit anything."""
-
-    kernel_lease: KernelLease | None = None  # the kernel's optimisation lease, if any
-    open_submissions: int = 0  # the submitter's submissions still queued or running
-    max_open_submissions: int | None = None  # None: no quota
-    open_twin: str | None = None  # an open submission of this kernel with the same package
-    judge_changes: list[str] = msgspec.field(default_factory=list)  # judge files it changes
-    board_judge: str | None = None  # compared with the board's judge: that judge's kernel
-    maintainer: bool = False  # maintainers may change a judge
 
 
 class Submit(msgspec.Struct, frozen=True, kw_only=True):
@@ -223,6 +221,11 @@ class Judge(msgspec.Struct, frozen=True, kw_only=True):
     first_result: bool = False
     # A confirmation run: the score (speed-up, low, high) of the result it confirms.
     confirming: list[float] | None = None
+    # The kernel's incumbent as it stands on its board, for a challenger whose incumbent was
+    # voided (kz_events.ruling.versus_standing): its score over the board's reference (speed-up,
+    # low, high), and main's scoreboard value of the kernel.
+    standing: list[float] | None = None
+    standing_value: float | None = None
 
 
 class Fail(msgspec.Struct, frozen=True, kw_only=True):
@@ -256,6 +259,14 @@ class MarkSuspect(msgspec.Struct, frozen=True, kw_only=True):
     reasons: list[SuspectReason]
 
 
+class FlagRival(msgspec.Struct, frozen=True, kw_only=True):
+    """The referee's command: mark main's source of a kernel (the accepted submission that put
+    it there) suspect, because it was voided as a rival in another submission's run."""
+
+    meta: EventMeta
+    reason: SuspectReason
+
+
 class ClearSuspect(msgspec.Struct, frozen=True, kw_only=True):
     meta: EventMeta
     reason: str = ""
@@ -271,6 +282,7 @@ Command = (
     | Commit
     | Disqualify
     | MarkSuspect
+    | FlagRival
     | ClearSuspect
 )
 
@@ -307,6 +319,7 @@ def decide(state: SubmissionState, command: Command) -> list[Event]:
         Commit: _decide_commit,
         Disqualify: _decide_disqualify,
         MarkSuspect: _decide_mark_suspect,
+        FlagRival: _decide_flag_rival,
         ClearSuspect: _decide_clear_suspect,
     }
     events: list[Event] = handlers[type(command)](state, command)  # type: ignore[operator]
@@ -321,57 +334,6 @@ def _decide_submit(state: SubmissionState, cmd: Submit) -> list[Event]:
     meta = body.pop("meta")
     body.pop("admission")
     return [SubmissionSubmitted(**msgspec.structs.asdict(meta), **body)]
-
-
-def admit(kernel_id: str, submitter_id: str, facts: Admission, now: datetime) -> None:
-    """The admission rules of a submission: raises `RuleViolation` when one refuses it.
-
-    `decide(Submit)` applies them; the API also asks before it reads the package, with the
-    facts it has by then, so a refused upload costs no validation."""
-    lease = facts.kernel_lease
-    if lease is not None and held_by_another(lease, submitter_id, now):
-        until = lease.expires_at.isoformat() if lease.expires_at else None
-        raise _refuse(
-            "claim_held",
-            f"{lease.holder} holds the optimisation lease on {kernel_id} until {until}",
-            holder=lease.holder,
-            expires_at=until,
-        )
-    limit = facts.max_open_submissions
-    if limit is not None and facts.open_submissions >= limit:
-        raise _refuse(
-            "quota_exceeded",
-            f"at most {limit} open submissions per submitter, {submitter_id} has "
-            f"{facts.open_submissions}",
-            limit=limit,
-        )
-    if facts.open_twin is not None:
-        raise _refuse(
-            "duplicate_package",
-            f"an identical package for {kernel_id} is still open as submission {facts.open_twin}",
-            submission_id=facts.open_twin,
-        )
-    if facts.judge_changes and not facts.maintainer:
-        _refuse_judge_change(kernel_id, facts)
-
-
-def _refuse_judge_change(kernel_id: str, facts: Admission) -> None:
-    changed = list(facts.judge_changes)
-    if facts.board_judge is not None:
-        board = kernel_id.rsplit("/", 1)[0]
-        raise _refuse(
-            "harness_change_forbidden",
-            f"a new kernel on board {board} must carry the board's judge (that of "
-            f"{facts.board_judge}); these differ: {', '.join(changed)}",
-            changed=changed,
-            board=board,
-            board_judge=facts.board_judge,
-        )
-    raise _refuse(
-        "harness_change_forbidden",
-        f"only maintainers may change the judge of {kernel_id}: {', '.join(changed)}",
-        changed=changed,
-    )
 
 
 def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
@@ -394,8 +356,8 @@ def _decide_claim(state: SubmissionState, cmd: Claim) -> list[Event]:
             f"runner {state.runner_id} holds a live lease on attempt {state.attempt}",
             why="lease_live",
         )
-    if cmd.attempt > state.max_attempts:
-        raise _refuse("attempts_exhausted", f"attempt {cmd.attempt} > {state.max_attempts}")
+    if cmd.attempt > state.last_attempt:
+        raise _refuse("attempts_exhausted", f"attempt {cmd.attempt} > {state.last_attempt}")
     return [
         SubmissionClaimed(
             **_ids(state, cmd.meta),
@@ -462,74 +424,63 @@ def _decide_result(state: SubmissionState, cmd: ReportResult) -> list[Event]:
     ]
 
 
-def _metric_problem(result: dict[str, Any] | None, spec: MetricSpec | None) -> str | None:
-    """Why `result` does not decode or does not fit the kernel's metric, or None when it
-    does; the problem names the field."""
-    if result is None:
-        return "the result document is missing"
-    try:
-        metric = ResultDocument.of(result).metric
-    except InvalidResult as exc:
-        return exc.message
-    if metric is None:
-        return "the result document has no metric"
-    if metric.value is None or not math.isfinite(metric.value):
-        return f"metric.value must be a finite number, got {metric.value!r}"
-    if spec is not None:
-        for field in ("name", "unit", "better"):
-            if getattr(metric, field) != getattr(spec, field):
-                return (
-                    f"metric.{field} must be {getattr(spec, field)!r} as the kernel declares, "
-                    f"got {getattr(metric, field)!r}"
-                )
-    return None
-
-
 def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
+    """The referee's verdict on the current result, by the rules' order (`kz_events.ruling`)."""
     res = cmd.result_event
     if state.status is not Status.RUNNING or state.result_seq != cmd.result_seq:
         raise _refuse("stale_result", "the result is not the current claim's result")
-    ids = _ids(state, cmd.meta)
-    if res.outcome in FAILURE_OUTCOMES:
-        return [
-            SubmissionFailed(
-                **ids,
-                code=res.outcome,
-                reason=_failure_reason(res),
-                attempt=res.attempt,
-                log_key=res.log_key,
-            )
-        ]
-    if res.outcome == "cancelled":
-        return [SubmissionCancelled(**ids, reason="stopped by the runner on cancellation")]
-    problem = _metric_problem(res.result, cmd.metric)
-    if problem is not None:
-        return [
-            SubmissionFailed(
-                **ids,
-                code="invalid_result",
-                reason=problem,
-                attempt=res.attempt,
-                log_key=res.log_key,
-            )
-        ]
-    assert res.result is not None
-    if state.confirms is not None:
-        return _decide_confirmation(state, cmd, ids)
-    document = res.result
-    # The platform's rule over the samples when the document has them; else its own verdict.
-    rederived = None if cmd.first_result else document_verdict(document)
-    if rederived is None:
-        own = stored_result(document)
-        accepted = res.outcome != "rejected" and own is not None and own.accepted is True
-        reason = (own.reason or "") if own is not None else ""
-    else:  # the verdict recorded is the platform's, and the document says so
-        accepted, reason = rederived
-        document = {**document, "accepted": accepted, "reason": reason}
-    if not accepted:
-        return [
-            SubmissionRejected(**ids, reason=reason or "the benchmark rejected it", result=document)
-        ]
+    facts = Facts(
+        metric=cmd.metric,
+        first_result=cmd.first_result,
+        confirmation=state.confirms is not None,
+        confirming=cmd.confirming,
+        retried=frozenset(state.requeues),
+        standing=cmd.standing,
+        standing_value=cmd.standing_value,
+    )
+    return _verdict_events(state, cmd, rule(res.outcome, res.result, facts))
+
+
+def _verdict_events(state: SubmissionState, cmd: Judge, ruling: Ruling) -> list[Event]:
+    res, ids = cmd.result_event, _ids(state, cmd.meta)
+    match ruling.verdict:
+        case Verdict.FAILED:
+            return [
+                SubmissionFailed(
+                    **ids,
+                    code=ruling.code,
+                    reason=ruling.reason,
+                    attempt=res.attempt,
+                    log_key=res.log_key,
+                )
+            ]
+        case Verdict.CANCELLED:
+            return [SubmissionCancelled(**ids, reason=ruling.reason)]
+        case Verdict.RETRY:
+            return [
+                SubmissionRequeued(
+                    **ids,
+                    code=ruling.code,
+                    reason=ruling.reason,
+                    result_seq=cmd.result_seq,
+                    attempt=res.attempt,
+                    avoid_runner=res.runner_id,
+                )
+            ]
+        case Verdict.REJECTED:
+            return [
+                SubmissionRejected(
+                    **ids, reason=ruling.reason, code=ruling.code, result=ruling.document
+                )
+            ]
+        case Verdict.CONFIRMED | Verdict.DISPUTED:
+            assert state.confirms is not None
+            confirmed = ruling.verdict is Verdict.CONFIRMED
+            kind = SubmissionConfirmed if confirmed else SubmissionDisputed
+            return [
+                kind(**ids, confirms=state.confirms, reason=ruling.reason, result=ruling.document)
+            ]
+    assert ruling.document is not None
     return [
         SubmissionAccepted(
             **ids,
@@ -538,30 +489,11 @@ def _decide_judge(state: SubmissionState, cmd: Judge) -> list[Event]:
             attempt=res.attempt,
             package_digest=state.package_digest,
             message=cmd.message,
-            result=document,
+            result=ruling.document,
             result_seq=cmd.result_seq,
             environment=res.environment,
         )
     ]
-
-
-def _decide_confirmation(state: SubmissionState, cmd: Judge, ids: dict[str, Any]) -> list[Event]:
-    """A confirmation run is never accepted (nothing is committed twice): it agrees with the
-    result it confirms, or disputes it."""
-    assert state.confirms is not None and cmd.result_event.result is not None
-    agrees, reason = confirmation_verdict(cmd.result_event.result, cmd.confirming)
-    document = {**cmd.result_event.result, "reason": reason}
-    verdict = SubmissionConfirmed if agrees else SubmissionDisputed
-    return [verdict(**ids, confirms=state.confirms, reason=reason, result=document)]
-
-
-def _failure_reason(res: SubmissionResult) -> str:
-    return {
-        "build_failed": "build_test_env.py exited non-zero",
-        "benchmark_error": "benchmark.py failed or wrote no valid result",
-        "invalid_result": "the result document does not match the schema",
-        "timed_out": "the task ran past its time limit",
-    }.get(res.outcome, res.outcome)
 
 
 def _decide_fail(state: SubmissionState, cmd: Fail) -> list[Event]:
@@ -638,6 +570,21 @@ def _decide_mark_suspect(state: SubmissionState, cmd: MarkSuspect) -> list[Event
     ]
 
 
+def _decide_flag_rival(state: SubmissionState, cmd: FlagRival) -> list[Event]:
+    if state.status not in (Status.ACCEPTED, Status.COMMITTED) or state.result_seq is None:
+        raise _refuse(
+            "not_accepted", f"submission is {state.status}; only main's sources are flagged"
+        )
+    if cmd.reason in (state.suspect or []):
+        return []  # flagged already (a replay, or a retried append)
+    standing = state.suspect if state.suspect is not None and state.suspect_cleared is None else []
+    return [
+        SubmissionSuspected(
+            **_ids(state, cmd.meta), result_seq=state.result_seq, reasons=[*standing, cmd.reason]
+        )
+    ]
+
+
 def _decide_clear_suspect(state: SubmissionState, cmd: ClearSuspect) -> list[Event]:
     if state.suspect is None:
         raise _refuse("not_suspect", f"submission is not marked suspect (it is {state.status})")
@@ -670,11 +617,13 @@ def _ended(
 ) -> dict[str, Any]:
     """What an ending other than a commit changes."""
     match event:
-        case SubmissionRejected():
+        case SubmissionRejected():  # the document as judged: the platform's verdict in it
+            recorded = {"result": event.result} if event.result is not None else {}
             return {
                 "status": Status.REJECTED,
                 "error_code": event.code,
                 "error_message": event.reason,
+                **recorded,
             }
         case SubmissionFailed():
             return {
@@ -712,6 +661,24 @@ def _changes(
                 "created_at": event.occurred_at,
                 "tripwire": list(event.tripwire),
                 "confirms": event.confirms,
+                "task_seq": seq,
+                "avoid_runner": event.avoid_runner,
+            }
+        case SubmissionRequeued():
+            return {
+                "status": Status.QUEUED,
+                "runner_id": None,
+                "lease_id": None,
+                "result_seq": None,
+                "outcome": None,
+                "result": None,
+                "claimed_at": None,
+                "first_claimed_at": None,
+                "requeues": [*state.requeues, event.code],
+                "requeue_reason": event.reason,
+                "round_start": state.attempt,
+                "task_seq": seq,
+                "avoid_runner": event.avoid_runner,
             }
         case SubmissionClaimed():
             return {
@@ -766,92 +733,3 @@ def fold(events: Iterable[tuple[int, Event | UnknownEvent]]) -> SubmissionState:
         if seq > state.version:
             state = msgspec.structs.replace(state, version=seq)
     return state
-
-
-# --- the kernel's optimisation lease --------------------------------------------------------
-
-
-class KernelLease(msgspec.Struct, frozen=True, kw_only=True):
-    kernel_id: str = ""
-    holder: str | None = None
-    lease_id: str | None = None
-    expires_at: datetime | None = None
-    version: int = 0
-
-    def held_at(self, now: datetime) -> bool:
-        return self.holder is not None and self.expires_at is not None and now < self.expires_at
-
-
-def held_by_another(lease: KernelLease, who: str, now: datetime) -> bool:
-    """The one lease rule: at `now` someone other than `who` holds the kernel's lease."""
-    return lease.held_at(now) and lease.holder != who
-
-
-class ClaimKernel(msgspec.Struct, frozen=True, kw_only=True):
-    meta: EventMeta
-    kernel_id: str
-    holder: str
-    lease_id: str
-    ttl_s: float
-
-
-class ReleaseKernel(msgspec.Struct, frozen=True, kw_only=True):
-    meta: EventMeta
-    kernel_id: str
-    holder: str
-
-
-def decide_lease(lease: KernelLease, command: ClaimKernel | ReleaseKernel) -> list[Event]:
-    now = command.meta.occurred_at
-    meta = msgspec.structs.asdict(command.meta)
-    if isinstance(command, ClaimKernel):
-        if not 1 <= command.ttl_s <= 7 * 24 * 3600:
-            raise _refuse("invalid_ttl", f"ttl must be 1 s to 7 days, got {command.ttl_s}")
-        if held_by_another(lease, command.holder, now):
-            until = lease.expires_at.isoformat() if lease.expires_at else None
-            raise _refuse(
-                "claim_held",
-                f"{lease.holder} holds this kernel until {until}",
-                holder=lease.holder,
-                expires_at=until,
-            )
-        renew = lease.held_at(now) and lease.holder == command.holder
-        return [
-            KernelClaimed(
-                **meta,
-                kernel_id=command.kernel_id,
-                holder=command.holder,
-                lease_id=lease.lease_id if renew and lease.lease_id else command.lease_id,
-                expires_at=now + timedelta(seconds=command.ttl_s),
-            )
-        ]
-    if not lease.held_at(now) or lease.holder != command.holder:
-        raise _refuse("not_held", f"{command.holder} holds no lease on this kernel")
-    assert lease.lease_id is not None
-    return [
-        KernelReleased(
-            **meta, kernel_id=command.kernel_id, holder=command.holder, lease_id=lease.lease_id
-        )
-    ]
-
-
-def evolve_lease(lease: KernelLease, event: Event | UnknownEvent, seq: int = 0) -> KernelLease:
-    match event:
-        case KernelClaimed():
-            return KernelLease(
-                kernel_id=event.kernel_id,
-                holder=event.holder,
-                lease_id=event.lease_id,
-                expires_at=event.expires_at,
-                version=seq or lease.version,
-            )
-        case KernelReleased():
-            return KernelLease(kernel_id=event.kernel_id, version=seq or lease.version)
-    return lease
-
-
-def fold_lease(events: Iterable[tuple[int, Event | UnknownEvent]]) -> KernelLease:
-    lease = KernelLease()
-    for seq, event in events:
-        lease = evolve_lease(lease, event, seq)
-    return lease

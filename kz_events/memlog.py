@@ -24,7 +24,7 @@ from kz_events.subjects import (
     EVENTS_STREAM,
     EVENTS_SUBJECTS,
     LIVE_STREAM,
-    submitted_filter,
+    task_filters,
 )
 
 __all__ = ["MemoryLog"]
@@ -40,6 +40,11 @@ class _Queue:
     deliveries: dict[int, int] = field(default_factory=dict)
     due: dict[int, float] = field(default_factory=dict)  # seq → when it may be delivered again
     done: set[int] = field(default_factory=set)
+
+
+def _is_task(arch: str, subject: str) -> bool:
+    """Whether `subject` is one `arch`'s task queue delivers (kz_events.subjects.task_filters)."""
+    return any(subject_matches(wanted, subject) for wanted in task_filters(arch))
 
 
 class MemoryLog:
@@ -212,10 +217,9 @@ class MemoryLog:
 
     def _deliverable(self, arch: str, now: float) -> Record | None:
         queue = self._queues[arch]
-        wanted = submitted_filter(arch)
         for record in self._events:
             seq = record[0]
-            if seq in queue.done or not subject_matches(wanted, record[1]):
+            if seq in queue.done or not _is_task(arch, record[1]):
                 continue
             if queue.due.get(seq, now) <= now:
                 return record
@@ -264,9 +268,8 @@ class MemoryLog:
         if queue is None:
             return None
         floor = 0
-        wanted = submitted_filter(arch)
         for seq, subject, _ in self._events:
-            if not subject_matches(wanted, subject):
+            if not _is_task(arch, subject):
                 continue
             if seq not in queue.done:
                 break

@@ -48,9 +48,9 @@ class Settle(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TaskMessage:
-    """One delivery of a `submitted` event by an architecture's task queue."""
+    """One delivery of a `submitted` or `requeued` event by an architecture's task queue."""
 
-    seq: int  # the stream sequence of the `submitted` event
+    seq: int  # the stream sequence of the event
     subject: str
     data: bytes
     deliveries: int  # how many times the queue has delivered it, this one included

@@ -28,10 +28,12 @@ __all__ = [
     "Check",
     "Comparison",
     "Correctness",
+    "Failure",
     "Flag",
     "Floor",
     "Metric",
     "ResultDocument",
+    "Rival",
     "Score",
     "Speedup",
     "Stats",
@@ -189,6 +191,8 @@ class WorkloadResult(_Part, frozen=True, kw_only=True):
     reference: Stats | None = None
     reference_speedup: Speedup | None = None
     floor: Floor | None = None
+    resolution: float | None = None  # what a call doing no work measures as (version 3)
+    batch: int | None = None  # calls per timed window (version 3)
 
 
 class Check(_Part, frozen=True, kw_only=True):
@@ -259,8 +263,27 @@ class Score(_Part, frozen=True, kw_only=True):
         return figures if all(math.isfinite(x) and x > 0 for x in figures) else None
 
 
+class Rival(_Part, frozen=True, kw_only=True):
+    """What became of a rival measured beside the candidate (version 3): `measured`, `voided`
+    (it failed, gave wrong outputs, changed its inputs or left work running: the comparison
+    with it is void, and it is the rival's fault) or `absent`."""
+
+    status: str = "measured"
+    code: str | None = None
+    reason: str | None = None
+
+
+class Failure(_Part, frozen=True, kw_only=True):
+    """The candidate's own failure (version 3): the stage (`load`, `call`, `output`, `inputs`)
+    and the error (`ExcType: message`)."""
+
+    who: str = "candidate"
+    stage: str | None = None
+    error: str | None = None
+
+
 class ResultDocument(_Part, frozen=True, kw_only=True):
-    """The judge's result document (CONTRACTS.md, version 1 or 2), typed.
+    """The judge's result document (CONTRACTS.md, version 1, 2 or 3), typed.
 
     Fields absent from a document read as None or empty; `accepted` and `reason` are the
     document's own word (the referee's verdict is the event's).
@@ -278,6 +301,8 @@ class ResultDocument(_Part, frozen=True, kw_only=True):
     comparison: Comparison | None = None
     score: Score | None = None
     ceilings: Ceilings | None = None
+    rivals: dict[str, Rival] = msgspec.field(default_factory=dict)
+    failure: Failure | None = None
 
     @classmethod
     def of(cls, data: ResultDocument | Mapping[str, Any] | bytes | str) -> ResultDocument:

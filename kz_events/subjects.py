@@ -18,6 +18,7 @@ __all__ = [
     "LIVE_SUBJECTS",
     "LOGS_BUCKET",
     "PACKAGES_BUCKET",
+    "TASK_EVENTS",
     "aggregate_filter",
     "consumer_name",
     "decode_token",
@@ -28,6 +29,7 @@ __all__ = [
     "parse_event_subject",
     "reference_key",
     "submitted_filter",
+    "task_filters",
 ]
 
 EVENTS_STREAM = "KZ_EVENTS"
@@ -86,6 +88,15 @@ def live_subject(kind: str, arch: str, ident: str) -> str:
 
 def submitted_filter(arch: str) -> str:
     return f"kz.ev.submission.{encode_token(arch)}.*.submitted"
+
+
+TASK_EVENTS = ("submitted", "requeued")
+"""The events a task queue delivers: a submission, and a submission returned to the queue."""
+
+
+def task_filters(arch: str) -> list[str]:
+    """The subjects of `arch`'s task queue: every `submitted` and `requeued` of the arch."""
+    return [f"kz.ev.submission.{encode_token(arch)}.*.{kind}" for kind in TASK_EVENTS]
 
 
 def consumer_name(arch: str) -> str:

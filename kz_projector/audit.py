@@ -247,7 +247,8 @@ def _report_open(replay: _Replay, settings: Settings, now: datetime, report: Aud
     queued ones wait for a runner of their architecture (a note)."""
     for sid, state in sorted(replay.open.items()):
         limit = open_limit_s(state.max_attempts, settings.task_timeout_s, settings.lease_s)
-        since = state.first_claimed_at if state.status is Status.RUNNING else state.created_at
+        queued_at = state.updated_at if state.requeues else state.created_at  # a retry: requeued
+        since = state.first_claimed_at if state.status is Status.RUNNING else queued_at
         if since is None or (now - since).total_seconds() <= limit:
             continue
         age = (now - since).total_seconds()

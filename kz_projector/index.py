@@ -35,6 +35,7 @@ from kz_events.events import (
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
+    SubmissionRequeued,
     SubmissionSubmitted,
     SubmissionSuspectCleared,
     SubmissionSuspected,
@@ -43,6 +44,7 @@ from kz_events.events import (
 from kz_events.ids import KernelId
 from kz_events.result import ResultDocument
 from kz_projector.errors import ProjectorError
+from kz_projector.ranking import Score, leaderboards, unsettled_reason, why_not_standing
 from kz_projector.scoreboard import iso
 
 __all__ = [
@@ -60,31 +62,6 @@ __all__ = [
 ]
 
 HISTORY_LENGTH = 20
-
-
-@dataclass(frozen=True, slots=True)
-class Score:
-    """A kernel's speed-up over its board's pinned reference: measured side by side in one
-    task (`side_by_side`, with its interval), the reference itself (`reference`, 1 exactly), or
-    estimated from absolute figures measured apart (`absolute`, no interval: results from before
-    side-by-side scoring)."""
-
-    speedup: float
-    low: float | None
-    high: float | None
-    basis: str
-
-    def doc(self) -> dict[str, Any]:
-        interval = None if self.low is None or self.high is None else [self.low, self.high]
-        return {"speedup": self.speedup, "interval": interval, "basis": self.basis}
-
-    def overlaps(self, other: Score) -> bool:
-        """Whether the two intervals overlap: the board cannot tell the two kernels apart."""
-        if None in (self.low, self.high, other.low, other.high):
-            return False
-        assert self.low is not None and self.high is not None
-        assert other.low is not None and other.high is not None
-        return self.low <= other.high and other.low <= self.high
 
 
 def score_of(result: ResultDocument | dict[str, Any]) -> Score | None:
@@ -132,13 +109,23 @@ class ValueRec:
             out["score"] = self.score.doc()
         if self.device:
             out["device"] = self.device
-        if self.confirmation:
-            out["confirmation"] = self.confirmation
+        if self.shown_confirmation:
+            out["confirmation"] = self.shown_confirmation
         if self.suspect:
             out["suspect"] = True
         if self.provenance:
             out["provenance"] = dict(self.provenance)
+        if self.score is not None and not self.score.settled:
+            out["unsettled"] = unsettled_reason(self.score)
         return out
+
+    @property
+    def shown_confirmation(self) -> str | None:
+        """The confirmation mark as shown: a suspect result is never shown confirmed until a
+        maintainer clears it (it reads unconfirmed meanwhile)."""
+        if self.suspect and self.confirmation == "confirmed":
+            return "unconfirmed"
+        return self.confirmation
 
 
 @dataclass(slots=True)
@@ -336,8 +323,10 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
             if event.confirms is not None:
                 _confirming(state, event.kernel_id, sid, event.confirms)
             _remember_made(state, sid, event)
-        case SubmissionClaimed() if sid in state.open_subs:
-            state.open_subs[sid] = (state.open_subs[sid][0], "running")
+        case SubmissionClaimed() | SubmissionRequeued() if sid in state.open_subs:
+            # a claim runs it; a retry (requeued) waits for a runner again
+            running = isinstance(event, SubmissionClaimed)
+            state.open_subs[sid] = (state.open_subs[sid][0], "running" if running else "queued")
         case SubmissionAccepted():
             summary = state.pending.pop(sid, None)
             if summary is not None:
@@ -486,6 +475,8 @@ def _best(info: KernelInfo) -> dict[str, Any] | None:
     better = (info.metric or {}).get("better", "lower")
     best: ValueRec | None = None
     for rec in info.accepted.values():
+        if rec.score is not None and not rec.score.settled:
+            continue  # noise is no best (an unsettled result from an older judge)
         if best is None or _wins(rec.value, best.value, better):
             best = rec
     seed = (info.seed or {}).get("best")
@@ -516,25 +507,63 @@ def _current(info: KernelInfo) -> dict[str, Any] | None:
 
 
 def _kernel_score(state: IndexState, info: KernelInfo) -> Score | None:
-    """The kernel's score on its board: its current result's speed-up over the pinned
-    reference, measured side by side; exactly 1 for the reference as pinned; else one
-    estimated from the absolute values (the reference's pinned one over the kernel's)."""
+    """The kernel's score on its board: its current result's (`_rec_score`), or for a kernel
+    with none (imported) its seeded scoreboard's value against the reference's."""
     current = next(reversed(info.accepted.values())) if info.accepted else None
-    board = state.boards.get(board_of(info.kernel_id))
-    pinned_seq = board.pinned_seq if board else 0
-    if current is not None and current.score is not None and current.seq > pinned_seq:
-        return current.score  # measured against the reference pinned now
+    if current is not None:
+        return _rec_score(state, info, current)
     doc = _current(info) or _best(info)
     value = doc.get("value") if doc else None
-    if board is None or not board.kernels or not _positive(value):
+    return _estimate(state, info, value) if _positive(value) else None
+
+
+def _rec_score(state: IndexState, info: KernelInfo, rec: ValueRec) -> Score | None:
+    """One result's speed-up over the board's pinned reference: measured side by side (after
+    the reference now pinned); exactly 1 for the reference as pinned; else an estimate from
+    the absolute values (the reference's pinned one over the result's)."""
+    board = state.boards.get(board_of(info.kernel_id))
+    pinned_seq = board.pinned_seq if board else 0
+    if rec.score is not None and rec.seq > pinned_seq:
+        return rec.score  # measured against the reference pinned now
+    return _estimate(state, info, rec.value)
+
+
+def _estimate(state: IndexState, info: KernelInfo, value: float) -> Score | None:
+    board = state.boards.get(board_of(info.kernel_id))
+    if board is None or not board.kernels:
         return None
     reference = board.reference_value
-    if board.reference == info.kernel_id and (current is None or value == reference):
+    if board.reference == info.kernel_id and (not info.accepted or value == reference):
         return Score(1.0, 1.0, 1.0, "reference")
     if not _positive(reference):
         return None
     higher = (info.metric or {}).get("better") == "higher"
     return Score(value / reference if higher else reference / value, None, None, "absolute")
+
+
+def _standing(state: IndexState, info: KernelInfo) -> dict[str, Any]:
+    """What ranks the kernel (kz_projector.ranking): its newest result that stands, with its
+    score; `held_back` when that is not its current result (which, and why); `unranked` with
+    the reason when none stands."""
+    held: dict[str, Any] | None = None
+    for rec in reversed(info.accepted.values()):
+        score = _rec_score(state, info, rec)
+        why = why_not_standing(rec.confirmation, rec.suspect, score)
+        if why is None:
+            assert score is not None
+            standing = {"submission": rec.submission, "value": rec.value, "score": score.doc()}
+            if rec.confirmation:
+                standing["confirmation"] = rec.confirmation
+            return {"standing": standing, **({"held_back": held} if held else {})}
+        held = held or {"submission": rec.submission, "reason": why}
+    if held is not None:
+        return {"standing": None, "unranked": held["reason"]}
+    score = _kernel_score(state, info)  # an imported kernel: its seeded scoreboard
+    seeded = _current(info) or _best(info)
+    if score is not None and score.settled and seeded is not None:
+        standing = {"submission": seeded["submission"], "value": seeded["value"]}
+        return {"standing": {**standing, "score": score.doc()}}
+    return {"standing": None, "unranked": unsettled_reason(score)}
 
 
 def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
@@ -550,6 +579,7 @@ def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
         "best": _best(info),
         "current": _current(info),
         "score": score.doc() if (score := _kernel_score(state, info)) else None,
+        **_standing(state, info),
         "accepted_count": seed_count + len(info.accepted),
         "last_activity_at": info.last_activity_at,
         "disqualified": list(info.disqualified),
@@ -563,7 +593,8 @@ def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
                 **({"suspect": True} if r.suspect else {}),
                 **({"score": r.score.doc()} if r.score else {}),
                 **({"spread": {"p10": r.p10, "p90": r.p90}} if r.p10 and r.p90 else {}),
-                **({"confirmation": r.confirmation} if r.confirmation else {}),
+                **({"confirmation": r.shown_confirmation} if r.confirmation else {}),
+                **({"unsettled": unsettled_reason(r.score)} if _unsettled(r) else {}),
             }
             for r in info.history
         ],
@@ -575,70 +606,8 @@ def _reviewed(state: IndexState, kernel_id: str) -> bool:
     return board is not None and board.reviewed
 
 
-def _leaderboards(kernels: list[dict[str, Any]], reviewed: bool) -> dict[str, list[dict[str, Any]]]:
-    """The ranked boards that are (or are not) reviewed: the two are listed apart, so a board
-    whose judge no maintainer accepted yet is never shown among the reviewed ones."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for doc in kernels:
-        if doc["best"] is None or doc["board_reviewed"] is not reviewed:
-            continue
-        group = "/".join(doc["id"].split("/")[:4])
-        groups.setdefault(group, []).append(doc)
-    return {group: _ranked(docs) for group, docs in sorted(groups.items())}
-
-
-def _ranked(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A board's kernels ranked by their score (speed-up over the board's reference), those
-    without one after, by best value; a kernel whose interval overlaps that of the first kernel
-    of the rank above it shares that rank (the board cannot tell them apart)."""
-    higher = (docs[0]["metric"] or {}).get("better") == "higher"
-
-    def key(doc: dict[str, Any]) -> tuple[int, float, str]:
-        score = doc["score"]
-        if _disputed(doc):  # a record a second run did not agree with is not ranked first
-            return (2, -score["speedup"] if score else 0.0, doc["id"])
-        if score is not None:
-            return (0, -score["speedup"], doc["id"])
-        value = doc["best"]["value"]
-        return (1, -value if higher else value, doc["id"])
-
-    ranked: list[dict[str, Any]] = []
-    leader: Score | None = None
-    for position, doc in enumerate(sorted(docs, key=key), start=1):
-        score = _score_from_doc(doc["score"])
-        tied = leader is not None and score is not None and score.overlaps(leader)
-        rank = ranked[-1]["rank"] if tied else position
-        if not tied:
-            leader = score
-        ranked.append(
-            {
-                "kernel_id": doc["id"],
-                "rank": rank,
-                "value": doc["best"]["value"],
-                "score": doc["score"],
-                **({"tied": True} if tied else {}),
-                **_confirmation_of(doc),
-                **({"suspect": True} if doc["best"].get("suspect") else {}),
-            }
-        )
-    return ranked
-
-
-def _confirmation_of(doc: dict[str, Any]) -> dict[str, str]:
-    """The kernel's current result's confirmation, when it took rank 1 and was run again."""
-    mark = (doc["current"] or {}).get("confirmation")
-    return {"confirmation": mark} if mark else {}
-
-
-def _disputed(doc: dict[str, Any]) -> bool:
-    return _confirmation_of(doc).get("confirmation") == "disputed"
-
-
-def _score_from_doc(doc: dict[str, Any] | None) -> Score | None:
-    if doc is None:
-        return None
-    low, high = doc["interval"] if doc["interval"] else (None, None)
-    return Score(doc["speedup"], low, high, doc["basis"])
+def _unsettled(rec: ValueRec) -> bool:
+    return rec.score is not None and not rec.score.settled
 
 
 def _queue(state: IndexState) -> dict[str, dict[str, int]]:
@@ -658,8 +627,8 @@ def render_index(state: IndexState) -> bytes:
         "head_commit": state.head_commit,
         "generated_at": state.generated_at,
         "kernels": kernels,
-        "leaderboards": _leaderboards(kernels, True),
-        "unreviewed_leaderboards": _leaderboards(kernels, False),
+        "leaderboards": leaderboards(kernels, True),
+        "unreviewed_leaderboards": leaderboards(kernels, False),
         "boards": {key: state.boards[key].doc() for key in sorted(state.boards)},
         "queue": _queue(state),
         "runners": [state.runners[r] for r in sorted(state.runners)],

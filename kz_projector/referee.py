@@ -1,15 +1,20 @@
-"""The referee: turns each `result` into `accepted`, `rejected` or `failed` through `decide(Judge)`.
+"""The referee: turns each `result` into a verdict through `decide(Judge)`, by the rules' order
+(`kz_events.ruling`): `failed` for the runner's or the judge's fault, `rejected` for the
+candidate's own, `requeued` for a result the validity gate or a voided rival sends back for one
+more attempt, then `accepted` or `rejected` (`confirmed` or `disputed` for a confirmation run).
 
-The benchmark's verdict stands; the rules check the result's form, that it comes from the
-current claim, and that it fits the kernel's metric: main's trusted desc.yaml for an existing
-kernel, read from the judge bundle the git projector keeps for runners (so the referee judges by
-the judge files the task ran with), or the submitted package's desc.yaml for a new kernel.
-Appends carry the concurrency check; a result already judged or no longer current is skipped,
-so the referee is idempotent.
+The facts it gathers: the kernel's metric (main's trusted desc.yaml for an existing kernel, read
+from the judge bundle the git projector keeps for runners, so the referee judges by the judge
+files the task ran with; the submitted package's desc.yaml for a new kernel), whether main's
+scoreboard holds a best yet, and where the kernel's incumbent stands (`Records`). Appends carry
+the concurrency check; a result already judged or no longer current is skipped, so the referee
+is idempotent, and a restarted one decides the same.
 
 A result about to be accepted whose package tripped the static tripwire (the hits its
 `submitted` event carries) or whose judge raised runtime `flags` is first marked `suspect`
-(docs/review.md); the mark changes neither the verdict nor any commit.
+(docs/review.md); the mark changes neither the verdict nor any commit. A result that takes
+rank 1 on its board gets a confirmation run; a rival voided after its retry flags main's
+source of it for maintainers (a `suspect` mark with source `rival`).
 """
 
 from __future__ import annotations
@@ -29,9 +34,7 @@ from kz_events.events import (
     Event,
     EventMeta,
     SubmissionAccepted,
-    SubmissionDisputed,
     SubmissionResult,
-    SubmissionSubmitted,
     UnknownEvent,
 )
 from kz_events.fanout import Follower
@@ -39,6 +42,7 @@ from kz_events.ids import KernelId
 from kz_events.lifecycle import (
     TERMINAL,
     Command,
+    FlagRival,
     Judge,
     MarkSuspect,
     MetricSpec,
@@ -58,6 +62,7 @@ from kz_package.yaml_safe import load_yaml
 from kz_projector.errors import PackageUnavailable
 from kz_projector.gitstore import FileMap
 from kz_projector.packages import PackageSource, desc_of, files_from_tarball
+from kz_projector.records import Records
 
 __all__ = ["Referee", "metric_spec"]
 
@@ -73,26 +78,44 @@ def metric_spec(desc: dict[str, object]) -> MetricSpec | None:
     return MetricSpec(str(metric["name"]), str(metric["unit"]), str(metric["better"]))
 
 
-def _bundle_facts(bundle: bytes) -> tuple[MetricSpec | None, bool]:
-    """Main's metric of a kernel, and whether its scoreboard holds a best yet, from the
-    kernel's trusted bundle."""
+@dataclass(frozen=True, slots=True)
+class Trusted:
+    """What main's trusted bundle of a kernel says: its metric, whether its scoreboard holds a
+    best yet, and the scoreboard's current value."""
+
+    metric: MetricSpec | None = None
+    has_best: bool = False
+    current: float | None = None
+
+
+def _bundle_facts(bundle: bytes) -> Trusted:
     try:
         files = files_from_tarball(bundle)
     except PackageError:
-        return None, False
+        return Trusted()
     desc = desc_of(files)
-    return (metric_spec(desc) if desc else None), _has_best(files)
+    board = _scoreboard(files)
+    return Trusted(
+        metric_spec(desc) if desc else None,
+        _value(board.get("best")) is not None,
+        _value(board.get("current")),
+    )
 
 
-def _has_best(files: FileMap) -> bool:
+def _scoreboard(files: FileMap) -> dict[str, object]:
     entry = files.get(f"{PACKAGE_DIR}/bench_result.yaml")
     try:
         board = load_yaml(entry[1], path="bench_result.yaml") if entry else None
     except PackageError:
-        return False
-    best = board.get("best") if isinstance(board, dict) else None
-    value = best.get("value") if isinstance(best, dict) else None
-    return isinstance(value, int | float) and not isinstance(value, bool)
+        return {}
+    return board if isinstance(board, dict) else {}
+
+
+def _value(entry: object) -> float | None:
+    value = entry.get("value") if isinstance(entry, dict) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,50 +141,6 @@ def confirmation_id(submission_id: str) -> str:
     return str(uuid.uuid5(CONFIRMATIONS, submission_id))
 
 
-class Records:
-    """Which accepted results took rank 1 on their board, by their score over the board's
-    reference, and whether each has its confirmation run yet; folded from the log, so a
-    restart finds the results still waiting for one."""
-
-    def __init__(self) -> None:
-        self.scores: dict[str, float] = {}  # kernel → its current result's score
-        self.waiting: dict[str, SubmissionAccepted] = {}  # results that need a confirmation
-        self.sizes: dict[str, int] = {}  # submission → its package size
-        self.confirming: set[str] = set()  # results whose confirmation run is open or done
-
-    def track(self, event: Event | UnknownEvent) -> None:
-        match event:
-            case SubmissionSubmitted(confirms=None):
-                self.sizes[event.submission_id] = event.package_size
-            case SubmissionSubmitted(confirms=str() as confirmed):
-                self.opened(confirmed)
-            case SubmissionAccepted():
-                self._accepted(event)
-            case SubmissionDisputed():
-                self.scores.pop(event.kernel_id, None)  # its record does not stand
-
-    def _accepted(self, event: SubmissionAccepted) -> None:
-        score = document_score(event.result)
-        if score is None:
-            return
-        board = KernelId.parse(event.kernel_id).group
-        others = [
-            value
-            for kernel_id, value in self.scores.items()
-            if kernel_id != event.kernel_id and KernelId.parse(kernel_id).group == board
-        ]
-        self.scores[event.kernel_id] = score[0]
-        if others and score[0] > max(others) and event.submission_id not in self.confirming:
-            self.waiting[event.submission_id] = event
-
-    def opened(self, submission_id: str) -> None:
-        self.confirming.add(submission_id)
-        self.waiting.pop(submission_id, None)
-
-    def awaiting(self) -> list[SubmissionAccepted]:
-        return list(self.waiting.values())
-
-
 class Referee:
     """Judges results; keeps an in-memory fold of open submissions to find what is pending."""
 
@@ -178,7 +157,7 @@ class Referee:
         self.elog = elog
         self.follow: Follower = follow or elog
         # kernel → its bundle, main's metric, whether main's scoreboard holds a best
-        self.trusted: dict[str, tuple[bytes, MetricSpec | None, bool]] = {}
+        self.trusted: dict[str, tuple[bytes, Trusted]] = {}
         self.packages = packages
         self.clock = clock
         self.new_id = new_id
@@ -191,10 +170,10 @@ class Referee:
 
     def track(self, seq: int, event: Event | UnknownEvent) -> None:
         self.position = max(self.position, seq)
+        self.records.track(event)  # imports and pins too: they name a board's reference
         sid = getattr(event, "submission_id", None)
         if sid is None or getattr(event, "aggregate", "") != "submission":
             return
-        self.records.track(event)
         state = evolve(self.subs.get(sid, SubmissionState()), event, seq)
         if isinstance(event, SubmissionResult):
             self.results[sid] = (seq, event)
@@ -219,6 +198,7 @@ class Referee:
         for _, sid in self.pending():
             await self.judge(sid)
         await self.open_confirmations()
+        await self.flag_rivals()
         return self.position
 
     async def run(self) -> None:
@@ -267,6 +247,7 @@ class Referee:
         for event in done.events:
             self.records.track(event)
         await self.open_confirmations()
+        await self.flag_rivals()
 
     async def open_confirmations(self) -> None:
         """Open a confirmation run for each accepted result that took rank 1 on its board and
@@ -289,19 +270,39 @@ class Referee:
             self.records.opened(accepted.submission_id)
             log.info("referee: %s took rank 1; confirming it", accepted.submission_id)
 
+    async def flag_rivals(self) -> None:
+        """Mark main's source suspect where a verdict says it was voided as a rival (after its
+        retry): the maintainers' cue (docs/review.md). Idempotent: the mark names the
+        challenger, and one already appended is not appended again."""
+        for flag in self.records.pending_flags():
+            meta = EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor)
+            aggregate = Submission.of(flag.kernel_id, flag.submission_id)
+            try:
+                await execute(self.elog, aggregate, FlagRival(meta=meta, reason=flag.reason))
+            except RuleViolation as exc:
+                log.warning("referee: cannot flag %s: %s", flag.submission_id, exc.message)
+            except ConcurrencyConflict:
+                log.warning("referee: %s kept changing; flagging it later", flag.submission_id)
+                continue
+            self.records.flag_done(flag)
+            log.info("referee: %s flagged: %s", flag.submission_id, flag.reason.message)
+
     async def _judge_command(self, state: SubmissionState) -> Judge:
         """The `Judge` command for the state it is decided on (built again on a retry)."""
         result = await self._result_event(state) if state.result_seq is not None else None
         if result is None or state.result_seq is None:
             raise RuleViolation("the submission has no current result", code="stale_result")
-        metric, has_best = await self.trusted_facts(state)
+        metric, trusted = await self.trusted_facts(state)
+        standing = self.records.standing(state.kernel_id)
         return Judge(
             meta=EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor),
             result_seq=state.result_seq,
             result_event=result,
             metric=metric,
-            first_result=not has_best,
+            first_result=not trusted.has_best,
             confirming=await self._confirmed_score(state),
+            standing=list(standing) if standing is not None else None,
+            standing_value=trusted.current,
         )
 
     async def _confirmed_score(self, state: SubmissionState) -> list[float] | None:
@@ -344,25 +345,25 @@ class Referee:
         """Main's trusted metric for an existing kernel; the submitted desc's for a new one."""
         return (await self.trusted_facts(state))[0]
 
-    async def trusted_facts(self, state: SubmissionState) -> tuple[MetricSpec | None, bool]:
-        """The kernel's metric (main's trusted one; the submitted desc's for a new kernel)
-        and whether main's scoreboard of it holds a best yet (a result without one is the
-        kernel's first, which the verdict rule takes as it is)."""
+    async def trusted_facts(self, state: SubmissionState) -> tuple[MetricSpec | None, Trusted]:
+        """The kernel's metric (main's trusted one; the submitted desc's for a new kernel) and
+        what main's bundle says of it (`Trusted`: no best yet means the result is the kernel's
+        first, which the verdict rule takes as it is)."""
         try:
             bundle = await self.elog.get_object_bytes(JUDGES_BUCKET, judge_key(state.kernel_id))
         except ObjectNotFound:
             bundle = None
-        has_best = False
+        trusted = Trusted()
         if bundle is not None:
             known = self.trusted.get(state.kernel_id)
             if known is None or known[0] != bundle:
-                known = (bundle, *_bundle_facts(bundle))
+                known = (bundle, _bundle_facts(bundle))
                 self.trusted[state.kernel_id] = known
-            has_best = known[2]
-            if known[1] is not None:
-                return known[1], has_best
+            trusted = known[1]
+            if trusted.metric is not None:
+                return trusted.metric, trusted
         try:
             files = await self.packages.files(state.package_digest)
         except PackageUnavailable:
-            return None, has_best
-        return metric_spec(desc_of(files)), has_best
+            return None, trusted
+        return metric_spec(desc_of(files)), trusted

@@ -6,7 +6,9 @@ is re-queued by JetStream: runners ack a task message only once its submission h
 their result is stored), so the message is still held and is delivered again after its ack
 wait, and the next claim is the attempt the log counts next. Where the consumer no longer holds
 it (its ack floor passed the message, or it ran out of deliveries) nothing would offer it again,
-so it ends `failed` (`runner_lost`) too. Whatever else happens, a submission still running without
+so it ends `failed` (`runner_lost`) too. A submission the referee returned to the queue
+(`requeued`) starts a new round: its attempts and its time limit count from there, and its task
+message is the `requeued` event. Whatever else happens, a submission still running without
 a result longer than its time limit after its first claim (`open_limit_s`) ends `failed`
 (`timed_out`); one with a result waits for the referee.
 `endings` is the pure rule; the shell brings the clock, the heartbeats and the consumer's state.
@@ -28,6 +30,7 @@ from kz_events.errors import ConcurrencyConflict, RuleViolation
 from kz_events.events import (
     Event,
     EventMeta,
+    SubmissionRequeued,
     SubmissionSubmitted,
     UnknownEvent,
 )
@@ -64,6 +67,7 @@ class OpenTask:
     claimed_at: datetime
     first_claimed_at: datetime | None = None
     has_result: bool = False  # the referee judges it; its runner is done
+    round_attempts: int | None = None  # attempts a round allows (a retry starts a new round)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +197,8 @@ class Sweeper:
         state = evolve(self.subs.get(sid, SubmissionState()), event, seq)
         if isinstance(event, SubmissionSubmitted):
             self.submitted_seq.setdefault(sid, seq)
+        elif isinstance(event, SubmissionRequeued):
+            self.submitted_seq[sid] = seq  # the message that queues its task now
         if state.status in TERMINAL or state.status is Status.ACCEPTED:
             self.subs.pop(sid, None)
             self.submitted_seq.pop(sid, None)
@@ -214,10 +220,11 @@ class Sweeper:
             OpenTask(
                 sid,
                 s.attempt,
-                s.max_attempts,
+                s.last_attempt,
                 s.claimed_at,
                 s.first_claimed_at,
                 s.result_seq is not None,
+                s.max_attempts,
             )
             for sid, s in self.subs.items()
             if s.status is Status.RUNNING and s.claimed_at is not None
@@ -238,7 +245,8 @@ class Sweeper:
         )
         ended = []
         for task in tasks:
-            limit = open_limit_s(task.max_attempts, self.task_timeout_s, self.lease_s)
+            rounds = task.round_attempts or task.max_attempts
+            limit = open_limit_s(rounds, self.task_timeout_s, self.lease_s)
             for ending in endings(
                 [task], beats, now, self.lease_s, self.grace_s, limit_s=limit, gone=gone
             ):

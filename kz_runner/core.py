@@ -233,6 +233,7 @@ class Runner:
                 incumbent=incumbent,
                 reference=reference,
                 confirming=task.lease.confirms is not None,
+                attempt=task.lease.attempt,
                 cpu=self.options.cpu,
                 step_timeout_s=self.options.step_timeout_s,
                 task_timeout_s=self.options.task_timeout_s,

@@ -80,6 +80,7 @@ class TaskSpec:
     incumbent: Path | None = None  # main's src/ of the kernel, measured beside the candidate
     reference: Path | None = None  # the board's pinned reference src/, measured beside it too
     confirming: bool = False  # a confirmation run: its score is what counts (KZ_CONFIRMATION)
+    attempt: int = 1  # which attempt of the submission this is (KZ_ATTEMPT: a retry is 2 or more)
     cpu: int | None = None  # the CPU the judge and its workers are pinned to (None: the last)
     step_timeout_s: float = 300.0
     task_timeout_s: float = 600.0
@@ -222,9 +223,14 @@ class _Run:
         return result
 
     def outcome(
-        self, reason: str, message: str, result: dict[str, Any] | None = None
+        self,
+        reason: str,
+        message: str,
+        result: dict[str, Any] | None = None,
+        *,
+        note: str | None = None,
     ) -> TaskOutcome:
-        self.log.note(f"{reason}: {message}")
+        self.log.note(note or f"{reason}: {message}")
         self.timings["total_s"] = round(time.monotonic() - self.started, 3)
         return TaskOutcome(
             reason=reason,
@@ -332,6 +338,7 @@ def _judge_step(
         env["KZ_CPU"] = str(spec.cpu)
     if spec.confirming:
         env["KZ_CONFIRMATION"] = "1"
+    env["KZ_ATTEMPT"] = str(spec.attempt)
     if dirs.has_baseline:
         env["KZ_BASELINE_PATH"] = f"{JUDGE_INSIDE}/{BASELINE_NAME}"
     step = StepSpec(
@@ -368,7 +375,13 @@ def _judge_step(
     except (KzError, ValueError) as exc:
         return run.outcome("invalid_result", f"result document is invalid: {exc}")
     verdict = "accepted" if view.accepted is True else "rejected"
-    return run.outcome(verdict, view.reason or "", document)
+    # The verdict is the referee's (the platform's rules over the figures), which may differ
+    # from the judge's own reading: the log says which is which.
+    note = (
+        f"result sent to the referee, which gives the verdict (kz status); the judge's own "
+        f"reading: {verdict}: {view.reason or 'no reason given'}"
+    )
+    return run.outcome(verdict, view.reason or "", document, note=note)
 
 
 def execute_task(

@@ -1,27 +1,39 @@
 """A backend that runs nothing and answers deterministically, for tests of the rest.
 
+It writes version 3 result documents that pass the validity gate by default: each workload's
+figures far above its resolution, timed windows and block log-ratios within half a per cent.
 `src/stub.json` in the work dir may script the outcome: {"verdict": "accept" | "reject" |
 "build_fail" | "error" | "hang" | "invalid", "value": float, "incumbent": float, "reference":
 float, "floor": float, "confirmation_reference": float}. Without it the step accepts with a
 value derived from the hash of the package's files, so the same package always gets the same
 number. With `incumbent` the document carries the side-by-side figures a judge reports when
-it measured the incumbent beside the candidate; with `reference`, those of the board's pinned
-reference and the score over it; with `floor`, each workload's physical floor (memory-bound)
-and the ceilings it was taken against. A confirmation run (`KZ_CONFIRMATION=1`) measures the
-reference at `confirmation_reference` when the script gives one: another score, so it disputes.
+it measured the incumbent beside the candidate (block log-ratios the referee re-derives the
+verdict from); with `reference`, those of the board's pinned reference and the score over it;
+with `floor`, each workload's physical floor (memory-bound) and the ceilings it was taken
+against. A confirmation run (`KZ_CONFIRMATION=1`) measures the reference at
+`confirmation_reference` when the script gives one: another score, so it disputes.
+
+Faults, on every attempt or, with `"faulty_attempts": n`, on the first n (`KZ_ATTEMPT`), so a
+retry can come out clean: `"unsettled": true` (windows and blocks spread by 40 %: the host was
+too noisy), `"unmeasured": true` (figures at the resolution: too small to measure), `"void":
+"incumbent" | "reference"` (that rival voided, with its reason), `"crash": "load" | "call" |
+"output" | "inputs"` (the candidate failed at that stage: no figure, its own error).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kz_events.errors import InvalidInput
+from kz_harness.sidebyside import compare_side_by_side, reference_score, speedup_interval
 from kz_runner.backends.base import (
     KILLED_TIMEOUT,
     BackendUnavailable,
@@ -34,6 +46,7 @@ from kz_runner.backends.base import (
 __all__ = ["VERDICTS", "StubBackend", "package_value"]
 
 VERDICTS = ("accept", "reject", "build_fail", "error", "hang", "invalid")
+MARGIN = 0.05  # the side-by-side margin the stub's judge states
 _SCRIPT = Path("src") / "stub.json"
 
 
@@ -75,45 +88,89 @@ def _script(workdir: Path) -> dict[str, Any]:
     return script
 
 
-def _stats(value: float) -> dict[str, Any]:
+WIGGLE = (-1.0, 0.0, 1.0, 0.5, -0.5, 0.0, 0.25, -0.25)
+QUIET, NOISY = 0.005, 0.4  # how far timed windows and blocks stray, clean and faulty
+CRASHES = {
+    "load": "ModuleNotFoundError: No module named 'fast_kernel'",
+    "call": "ZeroDivisionError: division by zero",
+    "output": "ValueError: output is not a float32 array",
+    "inputs": "RuntimeError: the candidate wrote into its inputs",
+}
+
+
+def _stats(value: float, spread: float = QUIET) -> dict[str, Any]:
+    samples = [value * (1 + spread * d) for d in WIGGLE]
+    ordered = sorted(samples)
     return {
-        **dict.fromkeys(("median", "mean", "min", "max", "p10", "p90"), value),
-        "stdev": 0.0,
-        "samples": [value],
+        "median": value,
+        "mean": sum(samples) / len(samples),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "p10": ordered[0],
+        "p90": ordered[-1],
+        "stdev": value * spread * 0.6,
+        "samples": samples,
     }
 
 
-def _side_by_side(document: dict[str, Any], incumbent: float) -> dict[str, Any]:
+def _blocks(speedup: float, spread: float) -> dict[str, Any]:
+    """A workload's speed-up over a rival as block log-ratios (challenger over rival)."""
+    ratios = [-math.log(speedup) + spread * d for d in WIGGLE]
+    estimate, low, high = speedup_interval([ratios])
+    return {"value": estimate, "interval": [low, high], "blocks": len(ratios), "log_ratios": ratios}
+
+
+def _side_by_side(document: dict[str, Any], incumbent: float, spread: float) -> dict[str, Any]:
     """The document with the incumbent measured beside it (lower is better: speed-up =
     incumbent / candidate), as kz_harness's judge writes it."""
-    speedup = incumbent / document["metric"]["value"]
-    interval = [speedup * 0.95, speedup * 1.05]
-    outcome = (
-        "faster" if interval[0] > 1.05 else "not_faster" if interval[1] < 1.05 else "inconclusive"
-    )
+    groups = []
     for workload in document["workloads"]:
-        workload["incumbent"] = _stats(incumbent)
-        workload["speedup"] = {"value": speedup, "interval": interval, "blocks": 6}
-    reason = f"{outcome.replace('_', ' ')}: {speedup:.3g}x the incumbent's speed (stub backend)"
-    document["comparison"] = {
-        "against": "incumbent", "outcome": outcome, "speedup": speedup, "interval": interval,
-        "confidence": 0.95, "margin": 0.05, "reason": reason,
-    }  # fmt: skip
+        workload["incumbent"] = _stats(incumbent, spread)
+        workload["speedup"] = _blocks(incumbent / workload["value"], spread)
+        groups.append(workload["speedup"]["log_ratios"])
+    verdict = compare_side_by_side(groups, MARGIN)
+    document["comparison"] = {**verdict.to_dict(), "reason": f"{verdict.reason} (stub backend)"}
+    document["rivals"]["incumbent"] = {"status": "measured"}
     return document
 
 
-def _beside_reference(document: dict[str, Any], reference: float) -> dict[str, Any]:
+def _beside_reference(document: dict[str, Any], reference: float, spread: float) -> dict[str, Any]:
     """The document with the board's reference measured beside it and the score over it."""
-    speedup = reference / document["metric"]["value"]
-    interval = [speedup * 0.95, speedup * 1.05]
+    groups = []
     for workload in document["workloads"]:
-        workload["reference"] = _stats(reference)
-        workload["reference_speedup"] = {"value": speedup, "interval": interval, "blocks": 6}
-    document["score"] = {
-        "against": "reference", "speedup": speedup, "interval": interval, "confidence": 0.95,
-        "blocks": 6 * len(document["workloads"]),
-    }  # fmt: skip
+        workload["reference"] = _stats(reference, spread)
+        workload["reference_speedup"] = _blocks(reference / workload["value"], spread)
+        groups.append(workload["reference_speedup"]["log_ratios"])
+    document["score"] = reference_score(groups)
+    document["rivals"]["reference"] = {"status": "measured"}
     return document
+
+
+def _voided(document: dict[str, Any], who: str) -> dict[str, Any]:
+    """The document with rival `who` voided: the judge measured the candidate without it."""
+    document["rivals"][who] = {
+        "status": "voided",
+        "code": "rival_raised",
+        "reason": f"the {who} raised RuntimeError: stub fault (stub backend)",
+    }
+    return document
+
+
+def _crashed(document: dict[str, Any], stage: str) -> dict[str, Any]:
+    """What the judge reports when the candidate failed: no figure, its own error."""
+    error = CRASHES[stage]
+    return {
+        **document,
+        "accepted": False,
+        "reason": f"the candidate failed ({stage}): {error}",
+        "metric": {**document["metric"], "value": None},
+        "workloads": [],
+        "correctness": {
+            "passed": False,
+            "checks": [{"name": "candidate", "passed": False, "reason": error}],
+        },
+        "failure": {"who": "candidate", "stage": stage, "error": error},
+    }
 
 
 def _with_floor(document: dict[str, Any], floor: float) -> dict[str, Any]:
@@ -129,13 +186,25 @@ def _with_floor(document: dict[str, Any], floor: float) -> dict[str, Any]:
     return document
 
 
-def _document(accepted: bool, value: float, kernel_id: str) -> dict[str, Any]:
+def _document(
+    accepted: bool, value: float, kernel_id: str, faults: Faults | None = None
+) -> dict[str, Any]:
+    faults = faults or Faults()
+    resolution = value if faults.unmeasured else value / 1000
     return {
-        "schema_version": 1,
+        "schema_version": 3,
         "accepted": accepted,
         "reason": f"stub backend: {'accepted' if accepted else 'rejected'} {kernel_id}",
         "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
-        "workloads": [{"name": "stub", "value": value, "stats": _stats(value)}],
+        "workloads": [
+            {
+                "name": "stub",
+                "value": value,
+                "resolution": resolution,
+                "batch": 16,
+                "stats": _stats(value, faults.spread),
+            }
+        ],
         "correctness": {
             "passed": True,
             "checks": [
@@ -150,7 +219,55 @@ def _document(accepted: bool, value: float, kernel_id: str) -> dict[str, Any]:
             ],
         },
         "environment": {"device": "stub", "driver": "stub", "runtime": "stub"},
+        "timing": {"method": "batched_window"},
+        "rivals": {"incumbent": {"status": "absent"}, "reference": {"status": "absent"}},
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    """The faults a script asks for on this attempt (none once `faulty_attempts` are past)."""
+
+    unsettled: bool = False
+    unmeasured: bool = False
+    void: str | None = None
+    crash: str | None = None
+
+    @property
+    def spread(self) -> float:
+        return NOISY if self.unsettled else QUIET
+
+    @classmethod
+    def of(cls, script: dict[str, Any], attempt: int) -> Faults:
+        if attempt > int(script.get("faulty_attempts", attempt)):
+            return cls()
+        return cls(
+            unsettled=bool(script.get("unsettled")),
+            unmeasured=bool(script.get("unmeasured")),
+            void=script.get("void"),
+            crash=script.get("crash"),
+        )
+
+
+def _measured(script: dict[str, Any], step: StepSpec, value: float, verdict: str) -> dict[str, Any]:
+    """The document the judge would send for this script on this attempt."""
+    faults = Faults.of(script, int(step.env.get("KZ_ATTEMPT", "1")))
+    kernel_id = step.env.get("KZ_KERNEL_ID", "?")
+    document = _document(verdict != "reject", value, kernel_id, faults)
+    if "incumbent" in script and faults.void != "incumbent":
+        document = _side_by_side(document, float(script["incumbent"]), faults.spread)
+    reference = script.get("reference")
+    if step.env.get("KZ_CONFIRMATION") == "1":
+        reference = script.get("confirmation_reference", reference)
+    if reference is not None and faults.void != "reference":
+        document = _beside_reference(document, float(reference), faults.spread)
+    if faults.void is not None:
+        document = _voided(document, faults.void)
+    if "floor" in script:
+        document = _with_floor(document, float(script["floor"]))
+    if faults.crash is not None:
+        document = _crashed(document, faults.crash)
+    return document
 
 
 def _send(fd: int, data: bytes) -> None:
@@ -201,15 +318,6 @@ class StubBackend:
             _send(result_fd, b'{"schema_version": 1, "accepted": "maybe"}')
             return _result(0, "stub benchmark: wrote an invalid document\n")
         value = float(script.get("value", package_value(package)))
-        document = _document(verdict != "reject", value, step.env.get("KZ_KERNEL_ID", "?"))
-        if "incumbent" in script:
-            document = _side_by_side(document, float(script["incumbent"]))
-        reference = script.get("reference")
-        if step.env.get("KZ_CONFIRMATION") == "1":
-            reference = script.get("confirmation_reference", reference)
-        if reference is not None:
-            document = _beside_reference(document, float(reference))
-        if "floor" in script:
-            document = _with_floor(document, float(script["floor"]))
+        document = _measured(script, step, value, verdict)
         _send(result_fd, json.dumps(document).encode())
         return _result(0, f"stub benchmark: {verdict} value={value}\n")

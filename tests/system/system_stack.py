@@ -192,6 +192,7 @@ class Stack:
                 "KZ_LEASE_SECRET": "system-test-lease-secret-0123456789abcdef",
                 "KZ_REPLICAS": "3" if self.cluster else "1",
                 "KZ_MAX_OPEN_SUBMISSIONS": "1000",
+                "KZ_RESUBMIT_LIMIT": "0",  # load, not the resubmission rate, is under test
                 "KZ_LEASE_S": "6",
                 "KZ_HEARTBEAT_S": "1",
                 "KZ_MAX_ATTEMPTS": "3",

@@ -49,6 +49,7 @@ class Up:
                 "KZ_TASK_TIMEOUT_S": "30",
                 "KZ_LONGPOLL_TIMEOUT_S": "5",
                 "KZ_MAX_OPEN_SUBMISSIONS": "1000",
+                "KZ_RESUBMIT_LIMIT": "0",  # load, not the resubmission rate, is under test
             }
         )
         return env

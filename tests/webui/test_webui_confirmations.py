@@ -148,7 +148,7 @@ def test_the_kernel_page_marks_its_results_and_draws_every_points_interval(
     dots.first.hover()
     tip = page.locator(".chart-tip")
     tip.wait_for(state="visible")
-    assert "speed-up 10.00\u00d7 (9.50\u201310.50) over the reference" in tip.inner_text()
+    assert "speed-up 10.00\u00d7 (9.97\u201310.03) over the reference" in tip.inner_text()
     assert "confirmed by a second run" in tip.inner_text()
     assert "confirmed by a second run" in page.locator(".legend").inner_text()
     attempts = page.locator("section.card:has(h2:text-matches('^Attempts'))")
@@ -261,8 +261,10 @@ def test_a_record_awaiting_its_run_and_a_disputed_one_are_marked_on_the_board(
     mark = disputed.locator("td.col-score .confirm")
     assert mark.inner_text() == "! disputed" and "tone-warn" in (mark.get_attribute("class") or "")
     title = mark.get_attribute("title") or ""
-    assert "disagreed" in title and "not ranked first" in title
-    assert disputed.locator("td.col-rank").inner_text() == "3"
+    assert "disagreed" in title and "takes no rank" in title
+    rank = disputed.locator("td.col-rank")
+    assert rank.inner_text().split() == ["\u2014", "unranked"]
+    assert "not ranked: disputed" in (rank.get_attribute("title") or "")
     assert page.locator(f"tr[data-kernel='{NORM}/rmsnorm_ref'] .confirm").count() == 0
     phone = new_page(viewport={"width": 390, "height": 800})
     _serve(phone, body)

@@ -49,7 +49,9 @@ def test_board_updates_live_after_a_submission_keeping_focus(
     page.keyboard.type("numpy")
     page.wait_for_function("document.querySelectorAll('table.board tbody tr').length === 2")
     page.evaluate("window.__noReload = 1")
-    tarball = _package(tmp_path, kernel_id, {"verdict": "accept", "value": 42.0})
+    # scored against the board's reference, settled: it ranks (an estimate would not)
+    stub = {"verdict": "accept", "value": 42.0, "reference": 4200.0}
+    tarball = _package(tmp_path, kernel_id, stub)
     with httpx.Client(base_url=webui_base_url, timeout=30) as client:
         sid = submit_package(client, tarball, kernel_id, "ada", "fused loop")
     page.wait_for_function(
@@ -140,13 +142,22 @@ def test_no_kernels_yet_is_an_empty_state(page: Any, webui_base_url: str) -> Non
 
 @functools.cache
 def _big(n: int, groups: int = 200) -> bytes:
+    """`n` kernels on `groups` boards, each with a settled score of its own (distinct, so no
+    two tie), as a board ranks them."""
+
+    def scored(i: int, value: float) -> tuple[float, float, float]:
+        speedup = 1000 / value * (1 + i * 1e-5)
+        return speedup, speedup * (1 - 1e-7), speedup * (1 + 1e-7)
+
     return render_accepted(
         Accepted(
             f"sm{g % 10}0/Op{g // 10}/main/fp16/k{i}",
-            100 + (i * 7919 % 1000) / 10,
+            value,
             submitter=f"s{i % 17}",
+            score=scored(i, value),
         )
         for i, g in ((i, i % groups) for i in range(n))
+        for value in (100 + (i * 7919 % 1000) / 10,)
     )
 
 

@@ -112,8 +112,9 @@ def test_sortable_columns_reorder_and_keep_the_sort_in_the_url(
 
 def test_board_marks_ties_reference_and_disqualified(page: Any, webui_base_url: str) -> None:
     """A projected board: ranked by score as index.json ranks it, the two kernels whose
-    intervals overlap share a rank with a tie mark, the reference and an estimate say so, and
-    a disqualified kernel is last, struck; sorting by speed-up keeps the disqualified last."""
+    settled intervals overlap share a rank with a tie mark, the reference says so, an estimate
+    is listed unranked, and a disqualified kernel is last, struck; sorting by speed-up keeps
+    the disqualified last."""
     body = render_accepted(BOARD)
     page.route(
         "**/api/index.json*",
@@ -127,7 +128,10 @@ def test_board_marks_ties_reference_and_disqualified(page: Any, webui_base_url: 
         "flash_v3", "tilelang_fa", "triton_fa_v2", "torch_sdpa_ref", "naive_fa", "cutlass_fmha",
     ]  # fmt: skip
     ranks = [r.split()[0] for r in rows.locator("td.col-rank").all_inner_texts()]
-    assert ranks == ["1", "2", "2", "4", "5", "\u2014"]
+    assert ranks == ["1", "2", "2", "4", "\u2014", "\u2014"]
+    estimate = rows.nth(4).locator("td.col-rank")
+    assert "unranked" in estimate.inner_text()
+    assert "not ranked: no interval" in (estimate.get_attribute("title") or "")
     assert "DQ" in rows.last.inner_text()
     assert "struck" in (rows.last.locator("td.value").get_attribute("class") or "")
     ties = page.locator(".tie")
@@ -168,7 +172,7 @@ def test_kernel_page_draws_the_history_chart_with_hover_and_files(
     assert history[-1]["commit"][:10] in tip.inner_text()
     assert history[-1]["submitter_id"] in tip.inner_text()
     assert page.locator(".stats .stat").count() == 5
-    assert "#2" in page.locator(".stats").inner_text()
+    assert "#1" in page.locator(".stats").inner_text()  # the other kernel's estimate ranks nothing
     workloads = page.locator("section.card:has(h2:text-is('Workloads'))").inner_text()
     assert "rows=16 cols=1024" in workloads
     assert page.locator("section.card:has(h2:has-text('Attempts')) tbody tr").count() == 2

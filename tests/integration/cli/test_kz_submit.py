@@ -120,3 +120,29 @@ def test_a_broken_package_gets_the_same_lines_locally_and_from_the_server(
     server_lines = [f"{p['path']}: {p['field']}: {p['message']}" for p in problems]
     assert local_lines == server_lines
     assert any("metric.better" in line for line in local_lines)
+
+
+def test_a_crashing_candidate_reads_the_same_in_kz_submit_the_api_and_the_log(
+    stack: str, tmp_path: Path
+) -> None:
+    """A candidate that raised is `rejected` with its own error, in the same words in what
+    `kz submit` prints, the status the API answers, and `kz status`; the runner's log states no
+    verdict of its own (the regression: the log said rejected where the status said failed)."""
+    package = tmp_path / "crashing"
+    shutil.copytree(RMSNORM, package)
+    (package / "src" / "stub.json").write_text(json.dumps({"value": 12.0, "crash": "call"}))
+    done = kz("submit", str(package), "--kernel-id", KID, "--server", stack, "--submitter", "eve")
+    assert done.returncode == 1, done.stdout + done.stderr
+    words = "the candidate failed in a call: ZeroDivisionError: division by zero"
+    assert f"  rejected: {words}\n" in done.stdout
+    sid = done.stdout.split()[1]  # "submitted <id> for <kernel>"
+    status = httpx.get(
+        f"{stack}/api/submissions/{sid}/status", headers={"X-Submitter-Id": "eve"}
+    ).json()
+    assert status["status"] == "rejected"
+    assert status["error"] == {"code": "candidate_error", "message": words}
+    shown = kz("status", sid, "--server", stack, "--submitter", "eve")
+    assert shown.stdout.startswith(f"rejected: {words}\n")
+    log = httpx.get(f"{stack}/api/submissions/{sid}/logs", headers={"X-Submitter-Id": "eve"}).text
+    assert "result sent to the referee, which gives the verdict" in log
+    assert "== rejected:" not in log

@@ -6,10 +6,11 @@ from typing import Any
 
 import nats.errors
 import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from kz_events.eventlog import EventLog
 from kz_events.events import decode_event
-from kz_events.subjects import EVENTS_STREAM
+from kz_events.subjects import EVENTS_STREAM, consumer_name, submitted_filter, task_filters
 
 pytestmark = pytest.mark.integration
 
@@ -59,3 +60,23 @@ async def test_acked_tasks_are_not_redelivered(build: Any, event_log: EventLog) 
     finally:
         await first.unsubscribe()
         await second.unsubscribe()
+
+
+async def test_a_consumer_made_before_retries_is_updated_to_deliver_them(
+    build: Any, event_log: EventLog
+) -> None:
+    """A task consumer made by an older build (filtered to `submitted` alone) is updated in
+    place: a pull subscription would not change its filter, and retries would never come."""
+    name = consumer_name("sm90")
+    old = ConsumerConfig(
+        durable_name=name,
+        name=name,
+        filter_subject=submitted_filter("sm90"),
+        ack_policy=AckPolicy.EXPLICIT,
+        max_deliver=-1,
+    )
+    await event_log.js.add_consumer(EVENTS_STREAM, old)
+    assert await event_log.ensure_task_consumer("sm90") == name
+    info = await event_log.js.consumer_info(EVENTS_STREAM, name)
+    assert sorted(info.config.filter_subjects or []) == sorted(task_filters("sm90"))
+    assert not info.config.filter_subject

@@ -13,7 +13,13 @@ import pytest
 
 from kz_events.errors import ConcurrencyConflict, ObjectNotFound
 from kz_events.eventlog import EventLog, LogOptions
-from kz_events.events import SubmissionClaimed, SubmissionSubmitted, encode_event, subject_of
+from kz_events.events import (
+    SubmissionClaimed,
+    SubmissionRequeued,
+    SubmissionSubmitted,
+    encode_event,
+    subject_of,
+)
 from kz_events.lifecycle import Claim, decide, fold
 from kz_events.memlog import MemoryLog
 from kz_events.port import LogPort, Settle, subject_matches
@@ -196,6 +202,35 @@ async def test_an_unanswered_delivery_comes_again_after_its_lease(build: Any, lo
     assert await log.next_task(ARCH, 0.3) is None
     again = await log.next_task(ARCH, 5)
     assert again is not None and (again.seq, again.deliveries) == (1, 2)
+
+
+async def test_the_task_queue_delivers_a_retry_too(build: Any, log: LogPort) -> None:
+    """A `requeued` event queues its submission again: the queue delivers it like a
+    `submitted` one, in log order, and nothing else of the submission."""
+    await log.ensure_task_consumer(ARCH, lease_s=30)
+    submitted = build.submitted()
+    await log.append(submitted)
+    first = await log.next_task(ARCH, 5)
+    assert first is not None
+    await log.settle_task(first.reply, Settle.ACK)
+    claimed = _claim(build, submitted, first.seq, "r1")
+    await log.append(claimed)
+    requeued = SubmissionRequeued(
+        **build.meta("referee").fields(),
+        submission_id=submitted.submission_id,
+        kernel_id=submitted.kernel_id,
+        code="unsettled",
+        reason="the host was too noisy to tell",
+        result_seq=2,
+        attempt=1,
+        avoid_runner="r1",
+    )
+    seq = await log.append(requeued)
+    task = await log.next_task(ARCH, 5)
+    assert task is not None and (task.seq, task.deliveries) == (seq, 1)
+    assert task.subject == subject_of(requeued) and task.data == encode_event(requeued)
+    await log.settle_task(task.reply, Settle.ACK)
+    assert await log.next_task(ARCH, 0.2) is None
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,7 @@ async def test_a_maintainer_pins_another_reference_and_older_scores_become_estim
     await submit_and_run(event_log, clock, FIRST, slow, 4.0)
     other = await store_package(event_log, write_package(tmp_path / "b", SECOND, variant="two"))
     scored = {**result_doc(2.0), "score": {"against": "reference", "speedup": 2.0,
-                                           "interval": [1.9, 2.1]}}  # fmt: skip
+                                           "interval": [1.95, 2.05]}}  # fmt: skip
     await submit_and_run(event_log, clock, SECOND, other, 2.0, document=scored)
     projectors = Projectors(event_log, settings, clock=clock)
     await projectors.catch_up()

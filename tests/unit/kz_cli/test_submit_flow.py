@@ -251,3 +251,66 @@ def test_the_submit_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]
     for line in ("0  done", "1  rejected", "2  usage or refused", "3  transient"):
         assert line in out
     assert all(f"  {code}  " in out for code in ("0", "1", "2"))
+
+
+def test_an_inconclusive_run_says_so_with_the_gates_reading(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rejected as inconclusive after its retry: the API's words, the retry and the reading."""
+    reason = (
+        "inconclusive: the host was too noisy to tell: spread 34%, where a settled result is "
+        "within 10% (measured twice)"
+    )
+    api.final = {
+        "status": "rejected",
+        "result": {"reason": reason},
+        "error": {"code": "inconclusive", "message": reason},
+        "retry": {"count": 1, "codes": ["unsettled"], "reason": "spread 40%", "in_progress": False},
+        "validity": {"reading": "unsettled", "measured": True, "settled": False,
+                     "spread": 0.34, "reason": "the host was too noisy to tell: spread 34%"},
+    }  # fmt: skip
+    assert kz("submit", str(RMSNORM)) == 1
+    out = capsys.readouterr().out
+    assert f"  rejected: {reason}\n" in out
+    assert "  validity: unsettled (spread 34.0%): the host was too noisy to tell" in out
+    assert "retrying" not in out  # the retry is over
+
+
+def test_a_crashed_candidate_is_rejected_in_its_own_words(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API's word (rejected) and the candidate's own error, once, not `invalid_result`."""
+    reason = "the candidate failed in a call: ZeroDivisionError: division by zero"
+    api.final = {
+        "status": "rejected",
+        "result": {"reason": reason},
+        "error": {"code": "candidate_error", "message": reason},
+    }
+    assert kz("submit", str(RMSNORM)) == 1
+    out = capsys.readouterr().out
+    assert f"  rejected: {reason}\n" in out and out.count(reason) == 1
+    assert "invalid_result" not in out and "failed" not in out.split(reason)[0]
+
+
+def test_kz_status_shows_a_retry_a_voided_rival_and_a_suspect_mark(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.final = {
+        "status": "queued",
+        "queue_position": 1,
+        "retry": {"count": 1, "codes": ["rival_voided"], "in_progress": True,
+                  "reason": "the incumbent was voided (it raised KeyError); measured again"},
+    }  # fmt: skip
+    assert kz("status", SID) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("queued (position 1)\n  retrying (1 of 2 at most): the incumbent")
+    api.final = {
+        "status": "committed",
+        "result": {"reason": "faster than the incumbent's standing: 2x the reference"},
+        "voided_rivals": [{"role": "incumbent", "status": "voided", "reason": "it raised"}],
+        "suspect": {"reasons": [{"code": "extra_threads"}], "cleared": False},
+    }
+    assert kz("status", SID) == 0
+    out = capsys.readouterr().out
+    assert "  rival voided: the incumbent (it raised): its fault, not this submission's" in out
+    assert "  suspect (extra_threads): held back from the board until a maintainer clears it" in out

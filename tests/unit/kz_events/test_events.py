@@ -35,6 +35,7 @@ from kz_events.events import (
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
+    SubmissionRequeued,
     SubmissionResult,
     SubmissionSubmitted,
     SubmissionSuspectCleared,
@@ -127,6 +128,14 @@ SAMPLES: dict[str, Event] = {
         environment={"device": "H100"},
     ),
     "rejected": SubmissionRejected(**_sub(5, "referee"), reason="slower than best", result=RESULT),
+    "requeued": SubmissionRequeued(
+        **_sub(20, "referee"),
+        code="unsettled",
+        reason="the host was too noisy to tell: spread 34%, where a settled result is within 10%",
+        result_seq=3,
+        attempt=1,
+        avoid_runner="runner-1",
+    ),
     "failed": SubmissionFailed(
         **_sub(6, "sweeper"), code="timed_out", reason="no heartbeat", attempt=3, log_key="x-3"
     ),
@@ -152,6 +161,9 @@ SAMPLES: dict[str, Event] = {
         reasons=[
             SuspectReason(source="tripwire", code="gc", message="uses gc", path="src/k.py", line=3),
             SuspectReason(source="runtime", code="extra_threads", message="a thread outlived"),
+            SuspectReason(
+                source="rival", code="incumbent_voided", message=f"voided beside {SID}: crashed"
+            ),
         ],
     ),
     "suspect_cleared": SubmissionSuspectCleared(**_sub(18, "maintainer"), reason="gc for a pool"),

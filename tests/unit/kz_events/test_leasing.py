@@ -9,7 +9,12 @@ from datetime import UTC, datetime
 import pytest
 
 from kz_events.errors import RuleViolation
-from kz_events.events import SubmissionSubmitted, TaskHeartbeat
+from kz_events.events import (
+    SubmissionRequeued,
+    SubmissionResult,
+    SubmissionSubmitted,
+    TaskHeartbeat,
+)
 from kz_events.leasing import (
     AVOID_DELAY_S,
     AVOID_DELIVERIES,
@@ -116,3 +121,69 @@ async def test_a_confirmation_run_goes_to_another_runner_else_comes_back_later()
     for _ in range(AVOID_DELIVERIES + 1):
         lease = lease or await service.claim("r1", ["cpu"], AVOID_DELAY_S + 1)
     assert lease is not None and lease.submission_id == alone
+
+
+async def _requeue(log: MemoryLog, sid: str, runner: str) -> int:
+    """What the referee appends when it sets a result aside for a retry."""
+    return await log.append(
+        SubmissionRequeued(
+            event_id=str(uuid.uuid4()),
+            occurred_at=datetime.now(UTC),
+            actor="referee",
+            submission_id=sid,
+            kernel_id=KID,
+            code="unsettled",
+            reason="the host was too noisy to tell",
+            result_seq=3,
+            attempt=1,
+            avoid_runner=runner,
+        )
+    )
+
+
+async def test_a_retry_is_claimed_again_by_another_runner_as_the_next_attempt() -> None:
+    """A `requeued` event is a task again: another runner takes it (the one that measured is
+    avoided) as attempt 2, with the package its submission names."""
+    log = MemoryLog()
+    service = LeaseService(log, lease_s=30)
+    sid = await queued(log)
+    first = await service.claim("r1", ["cpu"], 1)
+    assert first is not None
+    rejected = ResultReport(
+        outcome="rejected", result=None, environment={}, duration_s=1.0, log=b"", timings={}
+    )
+    await service.report(first, rejected)
+    await _requeue(log, sid, "r1")
+    assert await service.claim("r1", ["cpu"], 0.2) is None  # handed on
+    retry = await service.claim("r2", ["cpu"], AVOID_DELAY_S + 1)
+    assert retry is not None and (retry.submission_id, retry.attempt) == (sid, 2)
+    assert retry.package_digest == "d" * 64 and retry.runner_id == "r2"
+
+
+async def test_a_delivery_a_retry_superseded_is_acknowledged() -> None:
+    """The first delivery of a submission, never acknowledged (its runner died after its result
+    was stored), comes back after the retry queued it again: it is acknowledged, and only the
+    retry's delivery is claimed."""
+    log = MemoryLog()
+    service = LeaseService(log, lease_s=30)
+    sid = await queued(log)
+    first = await service.claim("r1", ["cpu"], 1)
+    assert first is not None
+    await log.append(
+        SubmissionResult(
+            event_id=str(uuid.uuid4()),
+            occurred_at=datetime.now(UTC),
+            actor="r1",
+            submission_id=sid,
+            kernel_id=KID,
+            runner_id="r1",
+            attempt=1,
+            lease_id=first.lease_id,
+            outcome="rejected",
+        )
+    )  # stored, but the delivery never settled
+    retry_seq = await _requeue(log, sid, "r9")
+    await log.settle_task(first.reply, Settle.NAK)  # the first delivery comes back at once
+    lease = await service.claim("r2", ["cpu"], 2)
+    assert lease is not None and lease.attempt == 2 and lease.reply.endswith(f".{retry_seq}.1")
+    assert await log.task_ack_floor("cpu") == 1  # the stale first delivery is done

@@ -23,6 +23,7 @@ from kz_events.events import (
     SubmissionDisqualified,
     SubmissionFailed,
     SubmissionRejected,
+    SubmissionRequeued,
     SubmissionResult,
     SubmissionSubmitted,
     UnknownEvent,
@@ -59,11 +60,14 @@ def meta(n: int = 0, actor: str = "svc") -> EventMeta:
 
 
 def document(accepted: bool = True, value: Any = 12.5, **metric: Any) -> dict[str, Any]:
+    """A result whose timed windows agree within 1 %: settled, so it passes the gate."""
+    samples = [12.5 * (1 + d / 100) for d in (-1, 0, 1, 0, -0.5, 0.5)]
     return {
         "schema_version": 1,
         "accepted": accepted,
         "reason": "1.3x faster" if accepted else "slower",
         "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value, **metric},
+        "workloads": [{"name": "w", "value": 12.5, "stats": {"median": 12.5, "samples": samples}}],
     }
 
 
@@ -483,7 +487,9 @@ def test_accepted_carries_what_the_git_projector_needs() -> None:
         state.result_seq,
         "msg",
     )
+    gate = event.result.pop("gate")  # the referee's reading of the validity gate
     assert event.result == document()
+    assert gate["measured"] is gate["settled"] is True and gate["reason"] == ""
 
 
 def test_commit_is_idempotent_only_for_the_same_commit() -> None:
@@ -507,7 +513,8 @@ def test_evolve_tracks_the_whole_story() -> None:
     assert state.status is Status.COMMITTED
     assert (state.submission_id, state.kernel_id, state.submitter_id) == (SID, KID, "alice")
     assert (state.attempt, state.runner_id, state.lease_id) == (1, "r1", "L1")
-    assert (state.result_seq, state.outcome, state.result) == (3, "accepted", document())
+    assert (state.result_seq, state.outcome) == (3, "accepted")
+    assert state.result is not None and state.result["metric"] == document()["metric"]
     assert (state.source_commit, state.bench_result_commit) == ("s" * 40, "b" * 40)
     assert state.version == 5
     assert state.created_at == T0 + timedelta(seconds=1)
@@ -662,7 +669,7 @@ def _confirming_run(result: dict[str, Any]) -> SubmissionState:
         (_scored(1.32, 1.28, 1.36), SubmissionConfirmed, Status.CONFIRMED),  # overlaps
         (_scored(1.02, 1.00, 1.04), SubmissionDisputed, Status.DISPUTED),  # far below
         (_scored(1.32, 1.28, 1.36, passed=False), SubmissionDisputed, Status.DISPUTED),
-        (document(), SubmissionDisputed, Status.DISPUTED),  # no score to compare
+        (document(), SubmissionRejected, Status.REJECTED),  # no score: inconclusive
     ],
 )
 def test_a_confirmation_run_agrees_or_disputes_and_is_never_accepted(
@@ -673,6 +680,69 @@ def test_a_confirmation_run_agrees_or_disputes_and_is_never_accepted(
     state = _confirming_run(result)
     command = msgspec.structs.replace(judge_of(state), confirming=[1.31, 1.27, 1.35])
     [event] = decide(state, command)
-    assert isinstance(event, ending) and event.confirms == "first-sid"
+    assert isinstance(event, ending)
+    assert getattr(event, "confirms", "first-sid") == "first-sid"
     assert evolve(state, event, state.version + 1).status is status
     assert status in TERMINAL
+
+
+def _noisy() -> dict[str, Any]:
+    """A result whose timed windows spread by half: not settled."""
+    doc = document()
+    doc["workloads"][0]["stats"]["samples"] = [12.5 * (1 + d) for d in (-0.5, 0, 0.5, 0.3, -0.3)]
+    return doc
+
+
+def test_an_unsettled_result_is_requeued_once_then_rejected_inconclusive() -> None:
+    """The gate's retry: `requeued` (naming the runner that measured, to avoid) returns the
+    submission to the queue with a new round of attempts; the second unsettled result is
+    rejected as inconclusive, and nothing unsettled is ever accepted."""
+    state = run(state_in("running"), report(result=_noisy()))
+    [requeued] = decide(state, judge_of(state))
+    assert isinstance(requeued, SubmissionRequeued)
+    assert (requeued.code, requeued.avoid_runner, requeued.attempt) == ("unsettled", "r1", 1)
+    assert requeued.result_seq == state.result_seq
+    assert "the host was too noisy to tell: spread" in requeued.reason
+    queued = evolve(state, requeued, state.version + 1)
+    assert queued.status is Status.QUEUED and queued.requeues == ["unsettled"]
+    assert (queued.runner_id, queued.lease_id, queued.result_seq) == (None, None, None)
+    assert (queued.round_start, queued.last_attempt, queued.task_seq) == (1, 4, queued.version)
+
+    again = run(run(queued, claim(2, "r2")), report("r2", "L2", result=_noisy()))
+    [ending] = decide(again, judge_of(again))
+    assert isinstance(ending, SubmissionRejected) and ending.code == "inconclusive"
+    rejected = evolve(again, ending, again.version + 1)
+    assert rejected.status is Status.REJECTED
+    assert rejected.result is not None and rejected.result["gate"]["settled"] is False
+
+
+def test_a_requeued_submission_gets_a_whole_round_of_attempts() -> None:
+    """After a retry the claim counts attempts from the round's start: a submission whose first
+    round used every attempt may still be claimed `max_attempts` more times, and no more."""
+    state = run(run(SubmissionState(), submit(max_attempts=1)), claim(1))
+    state = run(state, report(result=_noisy()))
+    state = run(state, judge_of(state))
+    assert state.status is Status.QUEUED
+    state = run(state, claim(2))
+    assert state.status is Status.RUNNING and state.attempt == 2
+    with pytest.raises(RuleViolation) as refused:
+        decide(msgspec.structs.replace(state, status=Status.QUEUED), claim(3))
+    assert refused.value.code == "attempts_exhausted"
+
+
+def test_a_crash_in_a_side_by_side_run_is_the_candidates_own_error() -> None:
+    """The regression: a candidate that raised ends rejected with its exception, not failed as
+    `invalid_result: metric.value must be a finite number, got None`."""
+    doc = {
+        **document(value=None),
+        "correctness": {"passed": False, "checks": []},
+        "failure": {"who": "candidate", "stage": "call", "error": "RuntimeError: boom"},
+        "comparison": {"against": "incumbent", "margin": 0.05},
+    }
+    state = run(state_in("running"), report(outcome="rejected", result=doc))
+    [event] = decide(state, judge_of(state))
+    assert isinstance(event, SubmissionRejected)
+    assert (event.code, event.reason) == (
+        "candidate_error",
+        "the candidate failed in a call: RuntimeError: boom",
+    )

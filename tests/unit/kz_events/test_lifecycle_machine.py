@@ -44,7 +44,7 @@ S = Status
 ALLOWED: dict[Status, set[Status]] = {
     S.NEW: {S.QUEUED},
     S.QUEUED: {S.RUNNING, S.FAILED, S.CANCELLED},
-    S.RUNNING: {S.RUNNING, S.ACCEPTED, S.REJECTED, S.FAILED, S.CANCELLED},
+    S.RUNNING: {S.RUNNING, S.QUEUED, S.ACCEPTED, S.REJECTED, S.FAILED, S.CANCELLED},
     S.ACCEPTED: {S.ACCEPTED, S.COMMITTED},
     S.COMMITTED: {S.COMMITTED},
     S.REJECTED: {S.REJECTED},
@@ -77,6 +77,10 @@ outcomes = st.sampled_from(
     ]
 )
 values = st.sampled_from([1.5, 0.0, float("nan"), "fast", None])
+# A settled run's timed windows agree within 1 %; a noisy one's spread by half.
+SPREADS = {"settled": 0.01, "noisy": 0.5}
+spreads = st.sampled_from(sorted(SPREADS))
+rivals = st.sampled_from([None, None, "incumbent", "reference"])
 
 
 # Preconditions are named functions, not lambdas: hypothesis describes a lambda by parsing its
@@ -123,7 +127,7 @@ class SubmissionMachine(RuleBasedStateMachine):
     def check_event(self, before: SubmissionState, event: Event) -> None:
         assert getattr(event, "submission_id", None) == (before.submission_id or "sub-1")
         if isinstance(event, SubmissionClaimed):
-            assert before.attempt < event.attempt <= before.max_attempts
+            assert before.attempt < event.attempt <= before.last_attempt
         if isinstance(event, SubmissionResult):
             assert before.status is S.RUNNING
             assert (event.runner_id, event.lease_id) == (before.runner_id, before.lease_id)
@@ -175,16 +179,31 @@ class SubmissionMachine(RuleBasedStateMachine):
         outcome=outcomes,
         accepted=st.sampled_from([True, True, False]),
         value=values,
+        spread=spreads,
+        voided=rivals,
     )
     def report(
-        self, current: bool, runner: str, lease: str, outcome: str, accepted: bool, value: Any
+        self,
+        current: bool,
+        runner: str,
+        lease: str,
+        outcome: str,
+        accepted: bool,
+        value: Any,
+        spread: str = "settled",
+        voided: str | None = None,
     ) -> None:
         if current and self.state.lease_id is not None:
             runner, lease = self.state.runner_id or runner, self.state.lease_id
-        doc = {
+        wide = SPREADS[spread]
+        samples = [10.0 * (1 + wide * d) for d in (-1, 0, 1, 0.5, -0.5, 0)]
+        doc: dict[str, Any] = {
             "accepted": accepted,
             "metric": {"name": "latency", "unit": "us", "better": "lower", "value": value},
+            "workloads": [{"name": "w", "value": 10.0, "stats": {"samples": samples}}],
         }
+        if voided is not None:
+            doc["rivals"] = {voided: {"status": "voided", "reason": "it raised"}}
         self.apply(
             ReportResult(
                 meta=self.meta(runner),
@@ -251,7 +270,9 @@ class SubmissionMachine(RuleBasedStateMachine):
     def state_is_coherent(self) -> None:
         st_ = self.state
         assert st_.version == self.seq
-        assert 0 <= st_.attempt <= st_.max_attempts
+        assert 0 <= st_.attempt <= st_.last_attempt
+        assert len(st_.requeues) == len(set(st_.requeues)) <= 2  # one retry of each kind
+        assert len({"unmeasured", "unsettled"} & set(st_.requeues)) <= 1
         if st_.status is S.RUNNING:
             assert st_.attempt >= 1 and st_.lease_id is not None and st_.runner_id is not None
         if st_.status is S.COMMITTED:

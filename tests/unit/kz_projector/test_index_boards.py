@@ -82,7 +82,8 @@ def test_imported_board_is_reviewed_and_a_submitted_one_is_not() -> None:
     assert fresh["kernels"] == [NEW, SECOND]
     assert list(doc["leaderboards"]) == ["cpu/Norm/RMSNorm/fp32"]
     ranked = doc["unreviewed_leaderboards"]["cpu/Norm/LayerNorm/fp32"]
-    assert [r["kernel_id"] for r in ranked] == [SECOND, NEW]
+    assert [(r["kernel_id"], r["rank"]) for r in ranked] == [(NEW, 1), (SECOND, None)]
+    assert ranked[1]["unranked"] == "no interval: an estimate from figures measured apart"
     kernels = {k["id"]: k for k in doc["kernels"]}
     assert kernels[OLD]["board_reviewed"] is True and kernels[NEW]["board_reviewed"] is False
     assert validate("index", doc) == []
@@ -129,32 +130,38 @@ def _scored(n: int, kernel_id: str, value: float, score: tuple[float, float, flo
     return msgspec.structs.replace(accepted, result=result)
 
 
-def test_a_board_ranks_by_speedup_over_its_reference_and_ties_overlapping_intervals() -> None:
-    """Scores measured side by side rank the board, whatever the absolute values say (those
-    came from other runs); kernels whose intervals overlap share a rank; the reference as
-    pinned scores exactly 1, a result from before scoring is estimated from its value."""
+def test_a_board_ranks_by_settled_speedup_over_its_reference_and_ties_overlapping_ones() -> None:
+    """Settled scores measured side by side rank the board, whatever the absolute values say
+    (those came from other runs); kernels whose intervals overlap share a rank; the reference
+    as pinned scores exactly 1. A result from before scoring (an estimate, no interval) and one
+    whose interval is noise (the regression: 68.6x, 0.05-27705x) are listed, unranked, with
+    the reason."""
     board = "cpu/Norm/RMSNorm/fp32"
     doc = _fold(
         [
             IMPORTED,  # the board's first kernel: its reference, at 9.0
-            _scored(2, f"{board}/fast", 8.0, (1.50, 1.40, 1.60)),
-            _scored(3, f"{board}/close", 4.0, (1.45, 1.30, 1.55)),
-            _scored(4, f"{board}/modest", 3.0, (1.10, 1.05, 1.15)),
+            _scored(2, f"{board}/fast", 8.0, (1.50, 1.47, 1.53)),
+            _scored(3, f"{board}/close", 4.0, (1.48, 1.45, 1.52)),
+            _scored(4, f"{board}/modest", 3.0, (1.10, 1.08, 1.12)),
             _accepted(5, f"{board}/legacy", "s5", 5.0),
+            _scored(6, f"{board}/noise", 0.001, (68.63, 0.05, 27705.0)),
         ]
     )
     ranked = doc["leaderboards"][board]
     assert [(r["kernel_id"].rsplit("/", 1)[1], r["rank"]) for r in ranked] == [
-        ("legacy", 1),  # 9.0 / 5.0: estimated 1.8x, no interval to tie by
-        ("fast", 2),
-        ("close", 2),
-        ("modest", 4),
-        ("ref", 5),
+        ("fast", 1),
+        ("close", 1),
+        ("modest", 3),
+        ("ref", 4),
+        ("noise", None),  # by its current score, though it ranks nothing
+        ("legacy", None),
     ]
     by_id = {k["id"].rsplit("/", 1)[1]: k for k in doc["kernels"]}
     assert by_id["ref"]["score"] == {"speedup": 1.0, "interval": [1.0, 1.0], "basis": "reference"}
     assert by_id["legacy"]["score"] == {"speedup": 1.8, "interval": None, "basis": "absolute"}
     assert by_id["fast"]["score"]["basis"] == "side_by_side"
-    assert ranked[2]["tied"] is True and "tied" not in ranked[1]
+    assert ranked[1]["tied"] is True and "tied" not in ranked[0]
+    assert ranked[4]["unranked"].startswith("unsettled: its score's interval (0.05-2.77e+04x)")
+    assert by_id["noise"]["best"] is None  # noise is no best either
     assert doc["boards"][board]["reference"] == {"kernel_id": OLD, "commit": None}
     assert validate("index", doc) == []

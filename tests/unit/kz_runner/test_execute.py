@@ -49,13 +49,21 @@ def _spec(workdir: Path, **overrides: Any) -> TaskSpec:
      ("error", "benchmark_error"), ("hang", "timed_out"), ("invalid", "invalid_result")],
 )  # fmt: skip
 def test_each_ending_has_its_reason(tmp_path: Path, verdict: str, reason: str) -> None:
-    """The stub's scripted endings map to the six reason codes."""
+    """The stub's scripted endings map to the six reason codes. A measured result's log line
+    does not state a verdict the referee may not give: it says the referee gives it, and
+    quotes the judge's own reading as such."""
     outcome = execute_task(_spec(_package(tmp_path, {"verdict": verdict})), StubBackend(),
                            validate_result=check)  # fmt: skip
     assert outcome.reason == reason
-    assert (outcome.result is not None) is (reason in ("accepted", "rejected"))
+    measured = reason in ("accepted", "rejected")
+    assert (outcome.result is not None) is measured
     assert outcome.environment["backend"] == "stub"
-    assert f"== {reason}:".encode() in outcome.log
+    if measured:
+        line = "== result sent to the referee, which gives the verdict (kz status); the judge's "
+        assert f"{line}own reading: {reason}: stub backend".encode() in outcome.log
+        assert f"== {reason}:".encode() not in outcome.log
+    else:
+        assert f"== {reason}:".encode() in outcome.log
 
 
 class RecordingBackend(StubBackend):

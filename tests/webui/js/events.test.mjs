@@ -90,3 +90,9 @@ test('a confirmation run reads as such in the feed and on its timeline', () => {
   const rows = timeline([{ seq: 5, type: 'confirmed', occurred_at: 't', actor: 'referee' }, { seq: 4, type: 'submitted', occurred_at: 't', actor: 'projector' }], detail);
   assert.deepEqual(rows.map((r) => r.text), ['confirmation run of 00000000 opened by projector: its package measured a second time', 'confirmed 00000000 (a second run agreed) — agrees: 2x']);
 });
+
+test('a retry reads as measured again, with the runner it avoids and why', () => {
+  const row = describeEvent({ seq: 9, event: { type: 'requeued', submission_id: 's', kernel_id: 'cpu/a/b/c/d', code: 'unsettled', reason: 'the host was too noisy to tell: spread 34%', avoid_runner: 'r1', actor: 'referee' } });
+  assert.equal(row.tone, 'warn');
+  assert.equal(row.text, 'measured again (another runner preferred over r1): the host was too noisy to tell: spread 34%');
+});

@@ -4,7 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { buildBoards, disqualification, facets, filterBoards, kernelChanged, locateKernel, normaliseIndex, normaliseRunners, pageOf, samplesOf, scoreboardEntry, scoreOf, sortEntries, spreadFromWorkloads, valueEntry, workloadParams } from '../../../webui/js/lib/model.js';
+import { buildBoards, disqualification, facets, filterBoards, kernelChanged, locateKernel, normaliseIndex, normaliseKernel, normaliseRunners, pageOf, samplesOf, scoreboardEntry, scoreOf, sortEntries, spreadFromWorkloads, valueEntry, workloadParams } from '../../../webui/js/lib/model.js';
 
 const real = JSON.parse(readFileSync(new URL('./fixtures/index.json', import.meta.url)));
 const board = JSON.parse(readFileSync(new URL('./fixtures/board.json', import.meta.url)));
@@ -104,10 +104,11 @@ test("the board is the index's: its order, ranks, ties, scores and reference, ne
   assert.deepEqual(only.entries.filter((e) => e.isReference).map((e) => e.name), ['first'], 'a *_ref name is no reference');
 });
 
-test('ties, the reference, an estimate and a disqualified kernel on a projected board', () => {
+test('ties between settled intervals, the reference, an unranked estimate and a disqualified kernel on a projected board', () => {
   const index = normaliseIndex(board);
   const mha = index.boards.find((b) => b.key === 'sm90/Attention/MHA/fp16');
-  assert.deepEqual(mha.entries.map((e) => [e.name, e.rank]), [['flash_v3', 1], ['tilelang_fa', 2], ['triton_fa_v2', 2], ['torch_sdpa_ref', 4], ['naive_fa', 5], ['cutlass_fmha', null]]);
+  assert.deepEqual(mha.entries.map((e) => [e.name, e.rank]), [['flash_v3', 1], ['tilelang_fa', 2], ['triton_fa_v2', 2], ['torch_sdpa_ref', 4], ['naive_fa', null], ['cutlass_fmha', null]]);
+  assert.equal(mha.entries[4].unranked, 'no interval: an estimate from figures measured apart');
   assert.equal(mha.referenceId, 'sm90/Attention/MHA/fp16/torch_sdpa_ref');
   assert.deepEqual(mha.entries.map((e) => e.score?.basis ?? null), ['side_by_side', 'side_by_side', 'side_by_side', 'reference', 'absolute', null]);
   const last = mha.entries.at(-1);
@@ -117,8 +118,8 @@ test('ties, the reference, an estimate and a disqualified kernel on a projected 
   assert.deepEqual(mha.entries.filter((e) => e.tied).map((e) => e.name), ['triton_fa_v2']);
   const gemm = index.boards.find((b) => b.key === 'sm90/GEMM/dense/fp8');
   assert.equal(gemm.metric.better, 'higher');
-  assert.equal(gemm.entries[0].name, 'tile_256x128');
-  assert.ok(gemm.entries[0].speedup > 1);
+  assert.deepEqual(gemm.entries.map((e) => [e.name, e.rank]), [['cublaslt_ref', 1], ['tile_256x128', null]]);
+  assert.ok(gemm.entries[1].speedup > 1, 'an estimate is shown, though it ranks nothing');
 });
 
 test('disqualification marks a kernel only when none of its results remain', () => {
@@ -289,15 +290,16 @@ test('kernelChanged names new kernels and changed values, disqualifications and 
 const confirmations = JSON.parse(readFileSync(new URL('./fixtures/confirmations.json', import.meta.url)));
 const NORM = 'sm90/Norm/RMSNorm/fp16';
 
-test('a record run again carries its mark on the board: awaiting, confirmed or disputed (listed last)', async () => {
+test('a record run again carries its mark on the board: awaiting, confirmed or disputed (unranked, last)', async () => {
   const index = normaliseIndex(confirmations);
   const [b] = index.boards;
   assert.equal(b.key, NORM);
   assert.deepEqual(b.entries.map((e) => [e.name, e.rank, e.confirmation]), [
     ['fast', 1, 'unconfirmed'],
     ['rmsnorm_ref', 2, null],
-    ['lucky', 3, 'disputed'],
+    ['lucky', null, 'disputed'],
   ]);
+  assert.equal(b.entries[2].unranked, 'disputed: a second run did not agree with it');
   assert.deepEqual(b.entries.map((e) => e.confirmation), confirmations.leaderboards[NORM].map((r) => r.confirmation ?? null), 'as the leaderboard says');
   const fast = index.kernels.get(`${NORM}/fast`);
   assert.equal(fast.current.confirmation, 'unconfirmed');
@@ -314,9 +316,27 @@ test("knownResults gives each of a kernel's results once, with its score, spread
   const known = knownResults(fast);
   assert.deepEqual(known.map((k) => [k.value, k.confirmation, k.score.speedup, k.score.low, k.score.high]), [
     [600, 'confirmed', 1.5, 1.45, 1.55],
-    [450, 'unconfirmed', 2.0, 1.9, 2.1],
+    [450, 'unconfirmed', 2.0, 1.96, 2.04],
   ]);
   assert.ok(known.every((k) => k.p10 < k.value && k.p90 > k.value));
   assert.equal(known[1].submitter, 'ada', 'the history row merged with the current entry');
   assert.deepEqual(knownResults(null), []);
+});
+
+test('a kernel whose newest result is held back shows the result that stands, and why', () => {
+  const raw = {
+    id: 'cpu/Norm/RMSNorm/fp32/k', arch: 'cpu', op_class: 'Norm', sub_class: 'RMSNorm', quant: 'fp32', name: 'k',
+    metric: { name: 'latency', unit: 'us', better: 'lower' },
+    best: { value: 40, submission: 's2', suspect: true }, current: { value: 40, submission: 's2', suspect: true },
+    score: { speedup: 2.5, interval: [2.45, 2.55], basis: 'side_by_side' },
+  };
+  const ranked = {
+    kernel_id: raw.id, rank: 2, value: 80, submission: 's1', suspect: true,
+    score: { speedup: 1.25, interval: [1.22, 1.28], basis: 'side_by_side' },
+    held_back: { submission: 's2', reason: 'suspect: held back until a maintainer clears it' },
+  };
+  const k = normaliseKernel(raw, ranked);
+  assert.deepEqual([k.rank, k.value, k.speedup, k.suspect], [2, 80, 1.25, true]);
+  assert.equal(k.heldBack.submission, 's2');
+  assert.equal(k.unranked, null);
 });

@@ -3,7 +3,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { CONFIRMATION_MARKS, STATUS_NOTE, STATUS_TONE, confirmationMark, markOfRun, statusLook } from '../../../webui/js/lib/status.js';
+import { CONFIRMATION_MARKS, STATUS_NOTE, STATUS_TONE, confirmationMark, endingWords, markOfRun, retryLine, rivalLine, standingNote, statusLook, validityLook } from '../../../webui/js/lib/status.js';
 import { STATUS, STATUSES } from '../../../webui/js/lib/vocab.js';
 
 const schema = JSON.parse(readFileSync(new URL('../../../schemas/index.schema.json', import.meta.url)));
@@ -29,7 +29,7 @@ test('a confirmation run that agreed is good, one that disagreed is bad, and say
   assert.deepEqual(statusLook(STATUS.CONFIRMED).tone, 'good');
   assert.deepEqual(statusLook(STATUS.DISPUTED).tone, 'bad');
   assert.match(statusLook(STATUS.CONFIRMED).note, /confirmation run.*agreed/);
-  assert.match(statusLook(STATUS.DISPUTED).note, /disagreed.*not ranked first/);
+  assert.match(statusLook(STATUS.DISPUTED).note, /disagreed.*takes no rank/);
   assert.deepEqual(statusLook('teleported'), { tone: 'muted', note: 'status teleported' });
 });
 
@@ -41,7 +41,7 @@ test('the confirmation marks are those of index.json, each with an icon, a label
   assert.deepEqual([unconfirmed.label, unconfirmed.tone], ['awaiting a second run', 'muted']);
   assert.deepEqual([confirmed.icon, confirmed.label, confirmed.tone], ['✓', 'confirmed', 'good']);
   assert.deepEqual([disputed.label, disputed.tone], ['disputed', 'warn']);
-  assert.match(disputed.title, /second run .*disagreed.*not ranked first/);
+  assert.match(disputed.title, /second run .*disagreed.*takes no rank/);
   assert.match(unconfirmed.title, /took rank 1 .*measured a second time/);
   for (const m of [unconfirmed, confirmed, disputed]) assert.ok(m.icon && m.line && m.title);
   assert.equal(confirmationMark(null), null);
@@ -54,4 +54,30 @@ test('a confirmation run gives its result the mark of how it ended; a failed run
   assert.equal(markOfRun(STATUS.FAILED), 'unconfirmed');
   assert.equal(markOfRun(STATUS.CONFIRMED), 'confirmed');
   assert.equal(markOfRun(STATUS.DISPUTED), 'disputed');
+});
+
+test('the words after a status are the API\'s: a failure names its code, a rejection says its message once', () => {
+  const crash = { code: 'candidate_error', message: 'the candidate failed in a call: ZeroDivisionError: division by zero' };
+  assert.equal(endingWords(STATUS.REJECTED, crash), crash.message);
+  assert.equal(endingWords(STATUS.REJECTED, { code: 'rejected', message: 'not faster: 1.01x' }), 'not faster: 1.01x'); // never "rejected rejected:"
+  assert.equal(endingWords(STATUS.FAILED, { code: 'build_failed', message: 'exit 1' }), 'build_failed: exit 1');
+  assert.equal(endingWords(STATUS.COMMITTED, null), '');
+});
+
+test('the validity gate\'s reading reads measured, unsettled or too small, with the spread and why', () => {
+  assert.deepEqual(validityLook({ reading: 'measured', measured: true, settled: true, spread: 0.008, reason: '' }).line, 'measured (spread 0.8 %)');
+  const noisy = validityLook({ reading: 'unsettled', measured: true, settled: false, spread: 0.34, reason: 'the host was too noisy to tell: spread 34%' });
+  assert.equal(noisy.tone, 'warn');
+  assert.equal(noisy.line, 'unsettled (spread 34.0 %): the host was too noisy to tell: spread 34%');
+  assert.equal(validityLook({ reading: 'too_small', measured: false, settled: false, spread: null, reason: 'w: too small to measure here' }).label, 'too small');
+  assert.equal(validityLook(null), null);
+});
+
+test('a retry in progress, a voided rival and an unranked or held-back kernel each say why', () => {
+  assert.equal(retryLine({ count: 1, codes: ['unsettled'], reason: 'spread 40%', in_progress: true }), 'measured again (retry 1 of 2 at most): spread 40%');
+  assert.equal(retryLine({ count: 1, codes: ['unsettled'], in_progress: false }), null);
+  assert.equal(rivalLine({ role: 'incumbent', status: 'voided', reason: 'it raised KeyError' }), "the incumbent was voided (it raised KeyError): its fault, not this submission's");
+  assert.equal(standingNote({ unranked: 'disputed: a second run did not agree with it' }), 'not ranked: disputed: a second run did not agree with it');
+  assert.match(standingNote({ heldBack: { submission: 's', reason: 'suspect: held back until a maintainer clears it' } }), /newest result is held back \(suspect/);
+  assert.equal(standingNote({}), null);
 });

@@ -31,6 +31,7 @@ export const TONES = {
   disputed: 'bad',
   disqualified: 'bad',
   suspect: 'warn',
+  requeued: 'warn',
   cancelled: 'muted',
   deregistered: 'muted',
 };
@@ -73,6 +74,8 @@ function summary(type, e) {
     }
     case 'failed':
       return `failed${e.code ? ` (${e.code})` : ''}${e.reason ? `: ${e.reason}` : ''}`;
+    case 'requeued':
+      return `measured again${e.avoid_runner ? ` (another runner preferred over ${e.avoid_runner})` : ''}${e.reason ? `: ${e.reason}` : ''}`;
     case 'committed':
       return `committed${e.source_commit ? ` as ${String(e.source_commit).slice(0, 10)}` : ''}`;
     case 'registered':
@@ -131,6 +134,8 @@ function detailContext(d, row) {
       return { submission_id: d.submission_id, code: d.error?.code, reason: d.error?.message };
     case 'disqualified':
       return { submission_id: d.submission_id, reason: d.disqualified };
+    case 'requeued':
+      return { submission_id: d.submission_id, reason: d.retry?.reason ?? null };
     case 'confirmed':
     case 'disputed':
       return { submission_id: d.submission_id, confirms: d.confirms ?? null, reason: doc?.reason ?? d.result?.reason };

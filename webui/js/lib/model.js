@@ -106,16 +106,20 @@ function boardKey(raw) {
 }
 
 /**
- * One index.json kernel entry into the flat shape the views use. `ranked` is its entry in the
- * board's `leaderboards` list (`{rank, tied, confirmation}`), undefined for a kernel the index does not rank
- * (no accepted result left); `reference` is the board's pinned reference kernel id.
+ * One index.json kernel entry into the flat shape the views use. `ranked` is its row in the
+ * board's `leaderboards` list (`{rank, tied, confirmation, score, value, unranked, held_back}`):
+ * the score and value there are those of the result that stands for the kernel (its newest
+ * settled, undisputed, unflagged one), `rank` null with the reason in `unranked` when none
+ * does; undefined for a kernel the index does not list (no accepted result left).
+ * `reference` is the board's pinned reference kernel id.
  */
 export function normaliseKernel(raw, ranked = undefined, reference = null) {
   const metric = raw.metric ?? {};
   const best = valueEntry(raw.best);
   const current = valueEntry(raw.current);
   const dq = disqualification(raw, best);
-  const score = scoreOf(raw.score);
+  const score = scoreOf(ranked?.score ?? raw.score);
+  const shown = Number.isFinite(ranked?.value) ? ranked.value : best ? best.value : null;
   return {
     id: raw.id,
     arch: raw.arch,
@@ -129,7 +133,7 @@ export function normaliseKernel(raw, ranked = undefined, reference = null) {
     metric: { name: metric.name ?? 'value', unit: metric.unit ?? '', better: metric.better === 'higher' ? 'higher' : 'lower' },
     best,
     current,
-    value: best ? best.value : null,
+    value: shown,
     p10: best ? best.p10 : null,
     p90: best ? best.p90 : null,
     device: best?.device ?? null,
@@ -146,9 +150,12 @@ export function normaliseKernel(raw, ranked = undefined, reference = null) {
     disqualified: dq.disqualified,
     dqReason: dq.dqReason,
     dqCount: dq.dqCount,
-    // A best marked suspect (a tripwire hit or a runtime flag no maintainer has cleared yet):
-    // still shown and ranked, but marked.
-    suspect: best?.suspect === true,
+    // A current result marked suspect (a tripwire hit, a runtime flag, a rival voided beside it)
+    // that no maintainer has cleared yet: listed, marked, held back from any rank.
+    suspect: ranked?.suspect === true || current?.suspect === true || best?.suspect === true,
+    // Why no result of the kernel ranks (rank null), and which newer result is held back.
+    unranked: ranked?.unranked ?? raw.unranked ?? null,
+    heldBack: ranked?.held_back ?? raw.held_back ?? null,
     // Its current result's confirmation mark (index.json's leaderboard entry, else its current).
     confirmation: ranked?.confirmation ?? current?.confirmation ?? null,
     isReference: reference !== null && raw.id === reference,
@@ -290,12 +297,12 @@ export function buildBoards(index, more = () => true) {
   return true;
 }
 
-/** True when kernel `id` is new in `index` or its value, score, rank, confirmation, disqualification or activity changed. */
+/** True when kernel `id` is new in `index` or its value (ranked or best), score, rank, confirmation, disqualification or activity changed. */
 export function kernelChanged(previous, index, id) {
   const k = index.kernels.get(id);
   if (!k) return false;
   const old = previous.kernels.get(id);
-  return !old || old.value !== k.value || old.speedup !== k.speedup || old.rank !== k.rank || old.confirmation !== k.confirmation || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt;
+  return !old || old.value !== k.value || old.best?.value !== k.best?.value || old.speedup !== k.speedup || old.rank !== k.rank || old.confirmation !== k.confirmation || old.disqualified !== k.disqualified || old.lastActivityAt !== k.lastActivityAt;
 }
 
 /** Distinct archs, op classes and quants across boards, sorted, for the filter menus. */

@@ -8,6 +8,7 @@ import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative,
 import { withIntervals } from '../lib/chart.js';
 import { knownResults, locateKernel, samplesOf, scoreboardEntry, workloadParams } from '../lib/model.js';
 import { links } from '../lib/route.js';
+import { standingNote } from '../lib/status.js';
 import { STATUS } from '../lib/vocab.js';
 import { historyChart } from './chart.js';
 import { confirmationBadge, suspectBadge, unreviewedBadge } from './review.js';
@@ -173,7 +174,7 @@ function header(id, desc, located, board) {
     { class: 'page-head' },
     h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.boards() }, 'boards'), ' / ', h('a', { href: links.board(group) }, group), board?.reviewed === false ? unreviewedBadge() : null, ' / ', name),
     h('h1', {}, name, desc.title ? h('span', { class: 'subtitle' }, desc.title) : null),
-    h('p', { class: 'meta' }, desc.language ? badge(desc.language, 'lang') : null, located?.kernel.disqualified ? badge('disqualified', 'bad', located.kernel.dqReason) : null, located?.kernel.suspect && !located.kernel.disqualified ? h('span', { class: 'badge tone-warn suspect', title: 'its best result is marked suspect until a maintainer looks at it' }, 'best is suspect') : null, (desc.tags ?? []).map((t) => badge(t, 'muted')), desc.authors?.length ? h('span', { class: 'muted' }, ` by ${desc.authors.map((a) => (typeof a === 'string' ? a : a.name)).join(', ')}`) : null, desc.license ? h('span', { class: 'muted' }, ` · ${desc.license}`) : null),
+    h('p', { class: 'meta' }, desc.language ? badge(desc.language, 'lang') : null, located?.kernel.disqualified ? badge('disqualified', 'bad', located.kernel.dqReason) : null, located?.kernel.suspect && !located.kernel.disqualified ? h('span', { class: 'badge tone-warn suspect', title: 'its current result is marked suspect: held back from any rank, and never shown confirmed, until a maintainer clears it' }, 'suspect') : null, (desc.tags ?? []).map((t) => badge(t, 'muted')), desc.authors?.length ? h('span', { class: 'muted' }, ` by ${desc.authors.map((a) => (typeof a === 'string' ? a : a.name)).join(', ')}`) : null, desc.license ? h('span', { class: 'muted' }, ` · ${desc.license}`) : null),
   );
 }
 
@@ -209,7 +210,7 @@ function stats(metric, best, current, scoreboard, located, scale, now, known, su
     { class: 'stats' },
     stat('best', h('span', {}, value(best), markOf(best, known, subs)), best ? `${formatSpread(best.p10, best.p90, best.value)} · ${best.submitter ?? '?'} · ${formatRelative(best.at, now)}${device}` : 'no accepted result yet'),
     stat('current', h('span', {}, value(current), markOf(current, known, subs)), current ? `${current.submitter ?? '?'} · ${formatRelative(current.at, now)}` : null),
-    stat('rank', entry?.rank ? h('span', {}, `#${entry.rank} `, entry.tie ? h('span', { class: 'tie', title: `shares rank ${entry.rank}: the speed-ups' 95 % intervals overlap` }, 'tie') : null) : '—', located?.board ? `of ${located.board.entries.length} on ${located.board.key}` : null),
+    stat('rank', entry?.rank ? h('span', {}, `#${entry.rank} `, entry.tie ? h('span', { class: 'tie', title: `shares rank ${entry.rank}: the speed-ups' settled 95 % intervals overlap` }, 'tie') : null) : h('span', { class: 'unranked' }, '—'), [located?.board ? `of ${located.board.entries.length} on ${located.board.key}` : null, standingNote(entry)].filter(Boolean).join(' · ') || null),
     scoreStat(entry, located?.board),
     stat('accepted', formatNumber(scoreboard.accepted_count ?? located?.kernel.acceptedCount ?? 0), describeMetric(metric, scale.unit)),
   );

@@ -10,7 +10,7 @@ import { chooseScale, formatBytes, formatInterval, formatRelative, formatScaled,
 import { samplesOf } from '../lib/model.js';
 import { links } from '../lib/route.js';
 import { comparisonOf } from '../lib/verdict.js';
-import { confirmationMark, markOfRun, statusLook } from '../lib/status.js';
+import { confirmationMark, endingWords, markOfRun, retryLine, rivalLine, statusLook, validityLook } from '../lib/status.js';
 import { STATUS } from '../lib/vocab.js';
 import { confirmationBadge, suspectBadge, suspectReasons } from './review.js';
 
@@ -97,6 +97,9 @@ function meta(d, now) {
     d.confirmation ? row('confirmation', h('span', {}, confirmationBadge(d.confirmation.mark, { href: links.submission(d.confirmation.submission_id) }), ' run ', submissionLink(d.confirmation.submission_id))) : null,
     d.message ? row('message', d.message) : null,
     d.queue_position ? row('queue position', `#${d.queue_position}`) : null,
+    retryLine(d.retry) ? row('retry', h('span', { class: 'retry' }, retryLine(d.retry))) : null,
+    validityRow(d.validity, row),
+    (d.voided_rivals ?? []).length ? row('rivals', h('ul', { class: 'rivals' }, d.voided_rivals.map((r) => h('li', { class: 'voided' }, rivalLine(r))))) : null,
     d.disqualified ? row('disqualified', h('span', { class: 'reason' }, d.disqualified)) : null,
     d.suspect ? row('suspect', h('div', {}, suspectBadge(d.suspect), d.suspect.cleared_reason ? h('span', { class: 'reason' }, ` ${d.suspect.cleared_reason}`) : null, suspectReasons(d.suspect))) : null,
     row('attempt', d.attempt ? String(d.attempt) : null),
@@ -109,6 +112,13 @@ function meta(d, now) {
     d.base_commit ? row('base commit', commitLink(d.base_commit)) : null,
     row('log version', d.version !== undefined ? h('span', { class: 'mono' }, `#${d.version}`) : null),
   );
+}
+
+/** The validity gate's reading of the result: measured, unsettled or too small, and why. */
+function validityRow(validity, row) {
+  const look = validityLook(validity);
+  if (!look) return null;
+  return row('validity', h('span', { class: 'validity', 'data-reading': validity.reading }, badge(look.label, look.tone, look.title), ` ${look.line.slice(look.label.length).replace(/^: /, '')}`));
 }
 
 function timelineList(d) {
@@ -136,7 +146,7 @@ function resultSection(d, result, best) {
   const workloads = result.workloads ?? [];
   const shown = Number.isFinite(value) ? `${formatScaled(value, scale)} ${scale.unit ?? ''}` : 'no value';
   return [
-    h('p', { class: 'verdict' }, TERMINAL.has(d.status) ? statusBadge(d.status) : null, ' ', h('span', { class: 'big mono' }, shown), metric.name ? h('span', { class: 'muted' }, ` ${metric.name}`) : null, result.reason ? h('span', { class: 'reason' }, ` — judge: ${result.reason}`) : null),
+    h('p', { class: 'verdict' }, TERMINAL.has(d.status) ? statusBadge(d.status) : null, ' ', h('span', { class: 'big mono' }, shown), metric.name ? h('span', { class: 'muted' }, ` ${metric.name}`) : null, result.reason ? h('span', { class: 'reason' }, ` — ${result.reason}`) : null),
     comparisonTable(comparison, scale),
     workloadTable(workloads, scale),
     ceilingsLine(result.ceilings),
@@ -259,7 +269,7 @@ export function createSubmissionView() {
     setTitle(`submission ${shortId(id)}`, d.status);
     const scroll = window.scrollY;
     fill(root, 
-      h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), suspectBadge(d.suspect), d.confirmation ? confirmationBadge(d.confirmation.mark, { href: links.submission(d.confirmation.submission_id) }) : null, following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, d.error?.message ? h('span', { class: 'reason' }, ` ${d.error.code ? `${d.error.code}: ` : ''}${d.error.message}`) : null)),
+      h('div', { class: 'page-head' }, h('nav', { class: 'crumbs', 'aria-label': 'breadcrumb' }, h('a', { href: links.activity() }, 'activity'), ' / submission'), h('h1', {}, 'Submission ', h('span', { class: 'mono subtitle' }, d.submission_id ?? id)), h('p', { class: 'meta', 'aria-live': 'polite' }, h('span', { id: 'sub-status' }, statusBadge(d.status)), suspectBadge(d.suspect), d.confirmation ? confirmationBadge(d.confirmation.mark, { href: links.submission(d.confirmation.submission_id) }) : null, following ? h('span', { class: 'live-note muted' }, h('span', { class: 'pulse', 'aria-hidden': 'true' }), ' following live') : null, endingWords(d.status, d.error) ? h('span', { class: 'reason' }, ` ${endingWords(d.status, d.error)}`) : null)),
       h('div', { class: 'two' }, h('section', { class: 'card' }, h('h2', {}, 'Details'), meta(d, now)), h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timelineList(d))),
       confirmationSection(d),
       h('section', { class: 'card' }, h('h2', {}, 'Result'), resultSection(d, d.result_document ?? d.result, best)),

@@ -4,6 +4,7 @@ import { madeBy } from '../lib/provenance.js';
 import { badge, h, time } from '../dom.js';
 import { chooseScale, formatRelative, formatScaled, formatScore, formatSpread, formatNumber } from '../lib/format.js';
 import { links } from '../lib/route.js';
+import { standingNote } from '../lib/status.js';
 import { confirmationBadge } from './review.js';
 
 const COLUMNS = [
@@ -47,8 +48,9 @@ function peers(e) {
 }
 
 function rankCell(e) {
-  const tie = e.tie ? h('span', { class: 'tie', title: `tie: shares rank ${e.rank} with ${peers(e)} — their speed-ups' 95 % intervals overlap, so the board cannot tell them apart` }, 'tie') : null;
-  return h('td', { class: 'num col-rank' }, e.rank === null ? '—' : String(e.rank), tie ? [' ', tie] : null);
+  const tie = e.tie ? h('span', { class: 'tie', title: `tie: shares rank ${e.rank} with ${peers(e)} — their speed-ups' settled 95 % intervals overlap, so the board cannot tell them apart` }, 'tie') : null;
+  const unranked = e.rank === null && e.unranked ? h('span', { class: 'unranked', title: standingNote(e) }, 'unranked') : null;
+  return h('td', { class: 'num col-rank', title: e.rank === null ? standingNote(e) : null }, e.rank === null ? '—' : String(e.rank), tie ? [' ', tie] : null, unranked ? [' ', unranked] : null);
 }
 
 const BASIS_NOTE = {
@@ -74,6 +76,7 @@ function scoreCell(e, referenceName) {
     interval ? h('span', { class: 'interval' }, ` (${interval})`) : null,
     s.basis === 'absolute' || s.basis === 'reference' ? [' ', h('span', { class: 'basis' }, s.basis === 'absolute' ? 'estimate' : 'reference')] : null,
     e.confirmation ? [' ', confirmationBadge(e.confirmation)] : null,
+    e.heldBack ? [' ', h('span', { class: 'badge tone-warn held', title: standingNote({ heldBack: e.heldBack }) }, 'held back')] : null,
   );
 }
 
@@ -84,7 +87,7 @@ function nameCell(e) {
     h('a', { href: links.kernel(e.id), class: 'kname', 'data-focus-key': `k:${e.id}` }, e.name),
     e.isReference ? badge('ref', 'muted', "the board's pinned reference: speed-ups are over it") : null,
     e.disqualified ? badge('DQ', 'bad', `disqualified${e.dqReason ? `: ${e.dqReason}` : ''}`) : null,
-    e.suspect && !e.disqualified ? h('span', { class: 'badge tone-warn suspect', title: 'its best result is marked suspect (a tripwire hit or a runtime flag) until a maintainer looks at it' }, 'suspect') : null,
+    e.suspect && !e.disqualified ? h('span', { class: 'badge tone-warn suspect', title: 'its current result is marked suspect (a tripwire hit, a runtime flag or a rival voided beside it): held back from any rank, and never shown confirmed, until a maintainer clears it' }, 'suspect') : null,
     e.title && e.title !== e.name ? h('span', { class: 'ktitle' }, e.title) : null,
   );
 }
