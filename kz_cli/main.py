@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "kz_cli.cmd_logs",
     "kz_cli.cmd_events",
     "kz_cli.cmd_up",
+    "kz_cli.cmd_problems",
 )
 
 

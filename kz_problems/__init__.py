@@ -1,0 +1,48 @@
+"""Problem sets in and traces out: KernelBench, GPU MODE reference-kernels and FlashInfer Trace
+problems made into boards (`kz problems import`), and accepted results written as FlashInfer
+Trace lines (`kz export`). docs/problem_sets.md maps each format, field by field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kz_problems import flashinfer, gpumode, kernelbench
+from kz_problems.boards import REFERENCE_NAME, BoardPackage, board_package, kernel_id
+from kz_problems.errors import INVALID_PROBLEM, ProblemError, Skipped
+from kz_problems.importer import Outcome, build_boards, import_boards
+from kz_problems.model import FORMATS, Licence, Problem, Provenance
+
+__all__ = [
+    "FORMATS",
+    "INVALID_PROBLEM",
+    "REFERENCE_NAME",
+    "BoardPackage",
+    "Licence",
+    "Outcome",
+    "Problem",
+    "ProblemError",
+    "Provenance",
+    "Skipped",
+    "board_package",
+    "build_boards",
+    "import_boards",
+    "kernel_id",
+    "read_set",
+]
+
+
+def read_set(
+    fmt: str, path: Path, *, max_workloads: int = flashinfer.MAX_WORKLOADS
+) -> tuple[list[Problem], list[Skipped]]:
+    """Every problem of a set at `path` in format `fmt`, and those it cannot import, with why."""
+    if not path.exists():
+        raise ProblemError(str(path), "PATH: expected a checkout, a folder or a file, found "
+                           "nothing there")  # fmt: skip
+    if fmt == "kernelbench":
+        return kernelbench.read(path)
+    if fmt == "gpumode":
+        return gpumode.read(path)
+    if fmt == "flashinfer":
+        return flashinfer.read(path, max_workloads=max_workloads)
+    raise ProblemError("--format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
