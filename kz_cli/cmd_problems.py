@@ -136,7 +136,7 @@ def _import(args: argparse.Namespace) -> int:
 def _run_import(args: argparse.Namespace) -> int:
     KernelId(args.arch, "x", "x", "x", "x")  # the architecture is a kernel id segment
     if args.max_workloads < 1:
-        raise ConfigError(f"--max-workloads: expected a number >= 1, got {args.max_workloads}")
+        raise InvalidInput(f"--max-workloads: expected a number >= 1, got {args.max_workloads}")
     problems, skipped = read_set(args.format, args.path, max_workloads=args.max_workloads)
     if not problems:
         reasons = "; ".join(f"{s.problem}: {s.reason}" for s in skipped[:5])
@@ -198,7 +198,7 @@ def _run_export(args: argparse.Namespace) -> int:
     if board is not None:
         parts = board.split("/")
         if len(parts) != 4:
-            raise ConfigError(f"--board: expected arch/op_class/sub_class/quant, got {board!r}")
+            raise InvalidInput(f"--board: expected arch/op_class/sub_class/quant, got {board!r}")
         KernelId(parts[0], parts[1], parts[2], parts[3], "x")
     export = _with_log(args, lambda elog: export_from_log(elog, board=board))
     folder = write_export(export, args.out)

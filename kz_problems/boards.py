@@ -14,12 +14,20 @@ import copy
 import io
 import json
 import pprint
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from kz_events.ids import KernelId
-from kz_package import PACKAGE_DIR, Package, pack_files, read_package, validate_package_files
+from kz_package import (
+    PACKAGE_DIR,
+    Package,
+    load_yaml,
+    pack_files,
+    read_package,
+    validate_package_files,
+)
 from kz_problems.model import Problem
 
 __all__ = [
@@ -27,6 +35,7 @@ __all__ = [
     "REFERENCE_NAME",
     "BoardPackage",
     "board_package",
+    "candidate_files",
     "kernel_id",
 ]
 
@@ -184,3 +193,24 @@ def board_package(problem: Problem, arch: str, version: int = 1) -> BoardPackage
     """The checked package of `problem`'s board at `version`; raises PackageError when the
     package the problem makes fails the platform's checks (its limits, say)."""
     return BoardPackage(problem, arch, version)
+
+
+def candidate_files(board: BoardPackage, name: str, src: Mapping[str, bytes]) -> dict[str, bytes]:
+    """A new kernel `name` for `board`'s board: the board's judge files byte for byte, its
+    desc.yaml under the new id, an empty scoreboard, and `src` (path under `src/` → bytes) in
+    the set's own convention, the reference's `src/` when `src` is empty."""
+    kid = KernelId(*board.kernel_id.parts[:4], name)
+    desc = load_yaml(board.files[f"{PACKAGE_DIR}/desc.yaml"], path="desc.yaml")
+    desc["kernel_id"] = str(kid)
+    desc["title"] = f"{board.problem.title}: {name}"[:200]
+    files = {
+        path: data
+        for path, data in board.files.items()
+        if path.startswith(PACKAGE_DIR) and not path.endswith(("desc.yaml", "bench_result.yaml"))
+    }
+    files[f"{PACKAGE_DIR}/desc.yaml"] = _yaml(desc)
+    files[f"{PACKAGE_DIR}/bench_result.yaml"] = _yaml({"schema_version": 1, "kernel_id": str(kid)})
+    given = dict(src) or {p.removeprefix("src/"): d for p, d in board.files.items()
+                          if p.startswith("src/")}  # fmt: skip
+    files.update({f"src/{path}": data for path, data in given.items()})
+    return files

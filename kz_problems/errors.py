@@ -35,6 +35,11 @@ class Skipped:
 
     problem: str
     reason: str
+    where: str = ""
+
+    @classmethod
+    def of(cls, problem: str, error: ProblemError) -> Skipped:
+        return cls(problem, error.reason, error.where)
 
     def to_dict(self) -> dict[str, str]:
-        return {"problem": self.problem, "reason": self.reason}
+        return {"problem": self.problem, "reason": self.reason, "where": self.where}

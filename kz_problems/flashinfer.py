@@ -132,12 +132,34 @@ def load_definition(file: Path) -> dict[str, Any]:
 
 
 def _workload_lines(root: Path, file: Path, name: str) -> list[tuple[str, dict[str, Any]]]:
-    """(where, workload) of every line naming definition `name`: in `workloads/` of the
-    dataset, or in `<name>.jsonl` beside the definition."""
-    files = sorted((root / "workloads").rglob("*.jsonl")) if (root / "workloads").is_dir() else []
+    """(where, workload) of every line naming definition `name`: in `workloads/` of the data
+    set, or in `<name>.jsonl` beside the definition; where neither has one, the workloads of
+    the set's `traces/` (an exported set), each uuid once."""
+    found = _lines_in(_jsonl(root / "workloads") + _beside(file), name)
+    if not found:
+        found = _lines_in(_jsonl(root / "traces"), name)
+    seen: set[str] = set()
+    unique = []
+    for where, workload in found:
+        key = workload.get("uuid") if isinstance(workload, dict) else None
+        if isinstance(key, str) and key in seen:
+            continue
+        if isinstance(key, str):
+            seen.add(key)
+        unique.append((where, workload))
+    return unique
+
+
+def _jsonl(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []
+
+
+def _beside(file: Path) -> list[Path]:
     beside = file.with_suffix(".jsonl")
-    if beside.is_file() and beside not in files:
-        files.append(beside)
+    return [beside] if beside.is_file() and "workloads" not in beside.parts else []
+
+
+def _lines_in(files: list[Path], name: str) -> list[tuple[str, dict[str, Any]]]:
     found = []
     for jsonl in files:
         for number, line in enumerate(jsonl.read_text().splitlines(), start=1):
@@ -262,5 +284,5 @@ def read(path: Path, *, max_workloads: int = MAX_WORKLOADS) -> tuple[list[Proble
         try:
             problems.append(_problem(root, file, prov, max_workloads))
         except ProblemError as exc:
-            skipped.append(Skipped(file.stem, exc.message))
+            skipped.append(Skipped.of(file.stem, exc))
     return problems, skipped

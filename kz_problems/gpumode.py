@@ -226,5 +226,5 @@ def read(path: Path) -> tuple[list[Problem], list[Skipped]]:
         try:
             problems.append(_problem(task, prov))
         except ProblemError as exc:
-            skipped.append(Skipped(_problem_id(task), exc.message))
+            skipped.append(Skipped.of(_problem_id(task), exc))
     return problems, skipped

@@ -67,25 +67,34 @@ def build_boards(problems: Sequence[Problem], arch: str) -> list[BoardPackage]:
     return built
 
 
-async def _problem_digest_at(elog: LogPort, kernel_id: str) -> tuple[int, str | None]:
-    """(last sequence on the kernel, the problem digest its latest import carries): (0, None)
-    for a kernel the log does not know, (n, "") for one imported without a problem digest."""
+@dataclass(frozen=True, slots=True)
+class _There:
+    """What the log holds at a kernel id: its last sequence (0: nothing), and the problem
+    digest and package of its latest import ("" when it carries no problem digest)."""
+
+    last: int = 0
+    problem: str | None = None
+    package: str = ""
+
+
+async def _there(elog: LogPort, kernel_id: str) -> _There:
     arch = kernel_id.split("/", 1)[0]
     stored = await elog.load(aggregate_filter("kernel", arch, kernel_id))
     if not stored:
-        return 0, None
+        return _There()
     imports = [e for _, e in stored if isinstance(e, KernelImported)]
     last = stored[-1][0]
     if not imports:
-        return last, ""
+        return _There(last, "")
+    package = imports[-1].package_digest
     try:
-        tarball = await elog.get_object_bytes(PACKAGES_BUCKET, imports[-1].package_digest)
+        files = read_package(await elog.get_object_bytes(PACKAGES_BUCKET, package)).files
     except ObjectNotFound:
-        return last, ""
-    files = read_package(tarball).files
+        return _There(last, "", package)
     desc = load_yaml(files[_DESC][1], path=_DESC) if _DESC in files else {}
     problem = desc.get("x-problem") if isinstance(desc, dict) else None
-    return last, str(problem.get("digest", "")) if isinstance(problem, dict) else ""
+    digest = problem.get("digest") if isinstance(problem, dict) else None
+    return _There(last, str(digest or ""), package)
 
 
 async def _import_one(
@@ -96,14 +105,14 @@ async def _import_one(
     while version <= MAX_VERSIONS:
         board = first if version == 1 else board_package(problem, arch, version)
         kid = str(board.kernel_id)
-        last, there = await _problem_digest_at(elog, kid)
-        if there == problem.digest:
-            return Outcome(problem.problem_id, kid, version, "unchanged", board.digest)
-        if there is not None:
+        there = await _there(elog, kid)
+        if there.problem == problem.digest:
+            return Outcome(problem.problem_id, kid, version, "unchanged", there.package)
+        if there.problem is not None:
             version += 1
             continue
         try:
-            seq = await _announce(elog, board, submitter, clock, expect=last)
+            seq = await _announce(elog, board, submitter, clock, expect=there.last)
         except ConcurrencyConflict:
             continue  # another import took this version meanwhile: look again
         return Outcome(problem.problem_id, kid, version, "imported", board.digest, seq)

@@ -150,5 +150,5 @@ def read(path: Path) -> tuple[list[Problem], list[Skipped]]:
         try:
             problems.append(_problem(file, prov))
         except ProblemError as exc:
-            skipped.append(Skipped(_problem_id(file)[0], exc.message))
+            skipped.append(Skipped.of(_problem_id(file)[0], exc))
     return problems, skipped

@@ -172,20 +172,27 @@ def _sources(files: Mapping[str, bytes]) -> list[dict[str, str]]:
     return sources
 
 
+def _given(files: Mapping[str, bytes]) -> dict[str, Any]:
+    """The FlashInfer Solution submitted as it was (`src/solution.json`), or {}."""
+    try:
+        given = json.loads(files.get("src/solution.json", b"{}"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return given if isinstance(given, dict) else {}
+
+
 def _solution(accepted: Accepted, files: Mapping[str, bytes], definition: str, desc: Any,
               problem: Mapping[str, Any], hardware: str) -> dict[str, Any]:  # fmt: skip
     entry, dps = _entry(files, problem)
-    own = files.get("src/solution.json")
     spec: dict[str, Any] = {"language": str(desc.get("language", "python")),
                             "target_hardware": [hardware], "entry_point": entry,
                             "dependencies": ["torch"] if problem else [],
                             "destination_passing_style": dps}  # fmt: skip
-    if own is not None:  # a FlashInfer Solution submitted as it was: its own spec stands
-        try:
-            given = json.loads(own)
-            spec = {**spec, **(given.get("spec") or {})} if isinstance(given, dict) else spec
-        except json.JSONDecodeError:
-            pass
+    given = _given(files)
+    sources = {s["path"]: s for s in given.get("sources") or [] if isinstance(s, dict)}
+    if isinstance(given.get("spec"), dict):  # its own spec stands: it says how it is called
+        spec = {**spec, **given["spec"]}
+    sources.update({s["path"]: s for s in _sources(files) if s["path"] != "solution.json"})
     kid = KernelId.parse(accepted.kernel_id)
     return {
         "name": f"{kid.name}-{accepted.submission_id[:8]}",
@@ -194,7 +201,7 @@ def _solution(accepted: Accepted, files: Mapping[str, bytes], definition: str, d
         "description": f"{desc.get('title', kid.name)} ({accepted.kernel_id}, submission "
         f"{accepted.submission_id})",
         "spec": spec,
-        "sources": [s for s in _sources(files) if s["path"] != "solution.json" or own is None],
+        "sources": [sources[path] for path in sorted(sources)],
     }
 
 
