@@ -35,6 +35,7 @@ from kz_api.controllers import (
 )
 from kz_api.controllers.boards import BoardsController
 from kz_api.controllers.commits import CommitsController
+from kz_api.controllers.exports import ExportController
 from kz_api.controllers.runner import RunnersController
 from kz_api.docs_page import OfflineDocsPlugin
 from kz_api.errors import error_response
@@ -190,6 +191,7 @@ def create_app(
         RunnerController,
         EditsController,
         EventsController,
+        ExportController,
     ]
     if WEBUI_DIR.is_dir():
         route_handlers.append(
