@@ -199,3 +199,37 @@ def test_an_unknown_convention_and_a_missing_entry_are_refused(tmp_path: Path) -
         load_candidate({**document, "convention": "triton"}, on_device=False)
     with pytest.raises(TypeError, match="'run' is not defined there"):
         load_candidate({**document, "convention": "function"}, on_device=False)
+
+
+def test_on_a_device_the_call_takes_and_gives_tensors_of_the_slots_dtypes() -> None:
+    """What a GPU worker's Device hands the call: tensors of the slot's dtypes; back: one."""
+    spec = {"inputs": [{"name": "x", "dtype": "bfloat16"}],
+            "outputs": [{"name": "y", "dtype": "bfloat16"}]}  # fmt: skip
+    run = Adapter(torch, spec).tensor_call(lambda v: v[0] + 1)
+    out = run(torch.ones(4, dtype=torch.float32))
+    assert type(out) is torch.Tensor and out.dtype == torch.float32
+    assert out.tolist() == [2.0] * 4
+
+
+@pytest.mark.usefixtures("imports")
+def test_the_worker_loads_a_torch_board_at_load_and_calls_it_as_any(tmp_path: Path) -> None:
+    """The worker's LOAD with `framework: torch` builds the call, the trusted no-op loads torch
+    too, and a call through a real shared-memory slot writes the output into it."""
+    from kz_harness.channel import make_slot, new_shared_memory
+    from kz_harness.worker import CALIBRATE, _Worker
+
+    src = _src(tmp_path, {"kernel.py": "def double(x):\n    return x * 2\n"})
+    fields = {"framework": "torch", "convention": "function", "init": SPEC}
+    worker = _Worker(channel=None, np=np)  # type: ignore[arg-type]
+    worker.load({"entry": "kernel:double", "path": str(src), **fields})
+    no_op = _Worker(channel=None, np=np)  # type: ignore[arg-type]
+    no_op.load({"entry": CALIBRATE, **fields})
+    assert no_op.calibrate and "torch" in sys.modules
+    layout = make_slot([("float32", (3,), 4)], ("float32", (3,), 4))
+    fd, memory = new_shared_memory(layout.size)
+    x = np.ndarray((3,), np.float32, buffer=memory, offset=layout.inputs[0].offset)
+    x[...] = [1, 2, 3]
+    worker.set_slots({"slots": [layout.to_dict()]}, [fd])
+    assert worker.call(0) == b""
+    out = np.ndarray((3,), np.float32, buffer=memory, offset=layout.output.offset)
+    assert out.tolist() == [2.0, 4.0, 6.0]
