@@ -94,8 +94,8 @@ def _workload(board: str, name: str, desc: Mapping[str, Any], flashinfer: bool) 
     params: dict[str, Any] = given if isinstance(given, dict) else {}
     if flashinfer and {"uuid", "axes"} <= set(params):
         return {"uuid": params["uuid"], "axes": params["axes"], "inputs": params.get("inputs", {})}
-    axes = {k: v for k, v in params.items()
-            if isinstance(v, int) and not isinstance(v, bool) and v >= 0}  # fmt: skip
+    axes = {k: v for k, v in params.items() if k != "seed"  # a seed is no axis of the shape
+            and isinstance(v, int) and not isinstance(v, bool) and v >= 0}  # fmt: skip
     return {"uuid": str(uuid.uuid5(TRACE_NS, f"{board}/{name}")), "axes": axes, "inputs": {}}
 
 

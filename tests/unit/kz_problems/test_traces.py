@@ -112,8 +112,9 @@ def test_a_board_filter_and_a_missing_package_leave_results_out(example_set: Cop
                                       example_set)  # fmt: skip
     assert export_traces([accepted], packages, board="cpu/Other/x/fp32").traces == []
     assert export_traces([accepted], {}).traces == []
-    assert len(export_traces([accepted], packages, board="cpu/GPUMODE/kz_demo.matmul_py/fp32")
-               .traces) == 2  # fmt: skip
+    kept = export_traces([accepted], packages, board="cpu/GPUMODE/kz_demo.matmul_py/fp32")
+    assert [t["workload"]["axes"] for t in kept.traces] == [
+        {"m": 512, "n": 512, "k": 512}, {"m": 384, "n": 768, "k": 512}]  # fmt: skip
 
 
 def test_the_export_is_written_as_jsonl_and_as_a_data_set(
