@@ -41,6 +41,7 @@ from kz_api.docs_page import OfflineDocsPlugin
 from kz_api.errors import error_response
 from kz_api.leases import LeaseSigner, lease_secret_from_env
 from kz_api.live_feed import EventHub
+from kz_api.mcp_mount import mcp_mount
 from kz_api.metrics import metrics_middleware
 from kz_api.readmodel import ReadModels
 from kz_events.aio import stop_tasks
@@ -193,6 +194,8 @@ def create_app(
         EventsController,
         ExportController,
     ]
+    mcp_route, mcp_lifespan = mcp_mount(settings)
+    route_handlers.append(mcp_route)
     if WEBUI_DIR.is_dir():
         route_handlers.append(
             create_static_files_router(
@@ -202,7 +205,7 @@ def create_app(
     return Litestar(
         route_handlers=route_handlers,  # type: ignore[arg-type]
         dependencies={"ctx": Provide(_provide_ctx, sync_to_thread=False)},
-        lifespan=[_lifespan(settings, event_log, signer)],
+        lifespan=[_lifespan(settings, event_log, signer), mcp_lifespan],
         exception_handlers={Exception: error_response},
         middleware=[metrics_middleware, webui_slash_middleware],
         cors_config=CORSConfig(allow_origins=["*"]),

@@ -28,6 +28,8 @@ class KernelQuery:
     sub_class: str | None = None
     quant: str | None = None
     q: str | None = None
+    model: str | None = None  # the current result's provenance (index.json's `current`)
+    agent: str | None = None
     sort: str = "id"
     limit: int = 50
     offset: int = 0
@@ -43,6 +45,8 @@ def _matches(entry: dict[str, Any], query: KernelQuery) -> bool:
         wanted = getattr(query, name)
         if wanted is not None and (len(parts) <= index or parts[index] != wanted):
             return False
+    if not _made_by(entry, query):
+        return False
     if query.q:
         haystack = " ".join(
             str(entry.get(k, "")) for k in ("id", "title", "language", "description")
@@ -52,6 +56,19 @@ def _matches(entry: dict[str, Any], query: KernelQuery) -> bool:
             haystack += " " + " ".join(map(str, tags))
         return query.q.lower() in haystack.lower()
     return True
+
+
+def _made_by(entry: dict[str, Any], query: KernelQuery) -> bool:
+    """The model/agent filters, on the provenance of the kernel's current result."""
+    if query.model is None and query.agent is None:
+        return True
+    current = entry.get("current")
+    made = current.get("provenance") if isinstance(current, dict) else None
+    if not isinstance(made, dict):
+        return False
+    return (query.model is None or made.get("model") == query.model) and (
+        query.agent is None or made.get("agent") == query.agent
+    )
 
 
 def _sort_value(entry: dict[str, Any], key: str) -> tuple[bool, Any]:

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from kz_events.provenance import Provenance
+
 __all__ = [
     "MAX_LABELS",
     "MAX_LOG_CHARS",
@@ -159,6 +161,8 @@ class StatusDoc(_Out, frozen=True, kw_only=True):
     confirms: str | None = None
     # An accepted result that was run again: its confirmation run and what it found.
     confirmation: ConfirmationDoc | None = None
+    # Who made it (agent, model, tokens, cost, transcript link), when the submitter said.
+    provenance: Provenance | None = None
 
 
 class EventRow(_Out, frozen=True, kw_only=True):
@@ -274,6 +278,7 @@ class HistoryRow(_Out, frozen=True, kw_only=True):
     submitter_id: str
     disqualified: str | None = None
     suspect: bool = False
+    provenance: Provenance | None = None
 
 
 class BenchHistory(_Out, frozen=True, kw_only=True):

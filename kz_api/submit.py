@@ -24,6 +24,7 @@ from kz_events.errors import ObjectNotFound
 from kz_events.events import Event, EventMeta, PackageSummary, TripwireHit
 from kz_events.ids import KernelId, new_submission_id
 from kz_events.lifecycle import Admission, SubmissionState, Submit, admit
+from kz_events.provenance import Provenance, parse_provenance
 from kz_events.subjects import JUDGES_BUCKET, PACKAGES_BUCKET, judge_key
 from kz_package import (
     MIB,
@@ -226,6 +227,7 @@ async def accept_submission(
 ) -> SubmitAnswer:
     """Check, store and announce one submission; the same key returns the first answer."""
     kernel_id = check_form(upload, submitter)
+    provenance = parse_provenance(upload.fields)  # a bad value: 400 naming the field
     package = upload.package
     assert package is not None
     lock_key = (submitter.id, idempotency_key or "")
@@ -251,7 +253,7 @@ async def accept_submission(
         )
         facts = _admission(ctx, kernel_id, submitter, upload.sha256, judge, checked.changed)
         return await _store_and_announce(
-            ctx, upload, kernel_id, submitter, idempotency_key, bundle, checked, facts
+            ctx, upload, kernel_id, submitter, idempotency_key, bundle, checked, facts, provenance
         )
 
 
@@ -264,6 +266,7 @@ async def _store_and_announce(
     judge: bytes | None,
     checked: Checked,
     facts: Admission,
+    provenance: Provenance | None = None,
 ) -> SubmitAnswer:
     package = upload.package
     assert package is not None
@@ -295,6 +298,7 @@ async def _store_and_announce(
             for h in checked.tripwire
         ],
         admission=facts,
+        provenance=provenance,
     )
     aggregate = Submission.of(str(kernel_id), sid)
     seq = await execute_seen(

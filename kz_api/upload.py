@@ -34,6 +34,7 @@ __all__ = ["MEMORY_UPLOAD_BYTES", "TEXT_FIELD_LIMITS", "Upload", "UploadMemory",
 # Characters each text field may hold (any other field: OTHER_FIELD_LIMIT); a field is also cut
 # off while it streams once it passes four bytes a character.
 TEXT_FIELD_LIMITS = {"kernel_id": 400, "submitter_id": 128, "base_commit": 128, "message": 10_000}
+TEXT_FIELD_LIMITS["transcript_url"] = 2000  # provenance (kz_events.provenance checks it)
 OTHER_FIELD_LIMIT = 1000
 OVERHEAD = 256 * 1024  # form fields and part headers on top of the file
 MEMORY_UPLOAD_BYTES = 1024 * 1024  # a file part up to this size is kept in memory

@@ -117,6 +117,7 @@ def status_doc(view: SubmissionView, models: ReadModels, *, changed: bool = True
         suspect=suspect_doc(state),
         confirms=state.confirms,
         confirmation=confirmation_doc(view, models),
+        provenance=view.submitted.provenance,
     )
 
 
@@ -146,6 +147,7 @@ def history_row(entry: HistoryEntry, models: ReadModels | None = None) -> Histor
         submitter_id=entry.submitter_id,
         disqualified=entry.disqualified,
         suspect=view is not None and is_suspect(view.state),
+        provenance=view.submitted.provenance if view is not None else None,
     )
 
 

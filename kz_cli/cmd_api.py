@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kz_cli import aio
+from kz_cli.contract import emit
 from kz_events.config import check_exposure, load_settings
 
 __all__ = ["register", "run_api"]
@@ -28,6 +29,9 @@ def run_api(args: argparse.Namespace) -> int:
     config = getattr(args, "config", None)
     settings = load_settings(config_file=Path(config) if config else None)
     check_exposure(settings, args.host or settings.host)  # off loopback: keys, tokens, secret
+    if getattr(args, "json", False):
+        url = f"http://{args.host or settings.host}:{args.port or settings.port}"
+        emit(args, {"state": "starting", "url": url, "mcp_url": f"{url}/mcp"})
     server = uvicorn.Server(
         server_config(
             create_app(settings),

@@ -11,13 +11,13 @@ folder (a board's kernel on main), as the runner takes them from main.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from kz_cli.contract import EXIT_CODES_HELP, CliError, Exit, emit, fix_for
 from kz_events.errors import InvalidInput
 from kz_events.result import ResultDocument, Stats
 from kz_package import (
@@ -28,13 +28,17 @@ from kz_package import (
     validate_tarball,
 )
 from kz_runner.backends import get_backend
+from kz_runner.backends.base import BackendUnavailable
 from kz_runner.core import HARNESS_DIR
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.workdir import lay_out
 
-__all__ = ["register", "run_bench"]
+__all__ = ["bench", "bench_doc", "register", "run_bench"]
 
-EXIT_CODES = {"accepted": 0, "rejected": 1}  # any other ending: 3
+# accepted 0; rejected, and a run its own package ended (build_failed, benchmark_error,
+# invalid_result, timed_out), 1 (kz_cli.contract)
+EXIT_CODES = {"accepted": 0, "rejected": 1}
+MAX_JSON_LOG_CHARS = 100_000  # `--json` carries the task log's last this many characters
 
 
 def register(subparsers: Any) -> None:
@@ -42,8 +46,7 @@ def register(subparsers: Any) -> None:
         "bench",
         help="judge a package locally with the same isolation as a runner",
         description=__doc__,
-        epilog="exit codes: 0 accepted, 1 rejected, 2 bad arguments, 3 the task failed "
-        "(build, judge, time limit)",
+        epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", type=Path, help="package directory")
@@ -53,7 +56,9 @@ def register(subparsers: Any) -> None:
         "--backend", default="sandbox", choices=("sandbox", "docker"), help="isolation backend"
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="step time limit, seconds")
-    parser.add_argument("--json", action="store_true", help="print the result document as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON document with the result document"
+    )
     parser.set_defaults(handler=run_bench)
 
 
@@ -73,11 +78,16 @@ def _judge_files(folder: Path | None) -> dict[str, bytes]:
 def bench(path: Path, args: argparse.Namespace) -> TaskOutcome:
     """Run the package at `path` through a real backend; the task's outcome."""
     if not (path / PACKAGE_DIR / "desc.yaml").is_file():
-        raise InvalidInput(f"PATH must be a package directory with {PACKAGE_DIR}/desc.yaml")
+        raise CliError(
+            "not_a_package", f"PATH must be a package directory with {PACKAGE_DIR}/desc.yaml"
+        )
     if args.baseline is not None and not args.baseline.is_file():
         raise InvalidInput(f"--baseline must be a bench_result.yaml file, got {args.baseline}")
     backend = get_backend(args.backend)
-    backend.check_available()
+    try:
+        backend.check_available()
+    except BackendUnavailable as exc:
+        raise CliError("sandbox_unavailable", exc.message) from exc
     with tempfile.TemporaryDirectory(prefix="kz-bench-") as tmp:
         root = Path(tmp)
         root.chmod(0o711)
@@ -122,11 +132,30 @@ def _figure(value: float | None) -> str:
     return f"{value:.4g}" if value is not None else "-"
 
 
+def bench_doc(outcome: TaskOutcome) -> dict[str, Any]:
+    """The `--json` document (and the MCP bench tool's answer): the verdict, its sentence, the
+    result document, and for any ending but accepted the task's log with what to do."""
+    body: dict[str, Any] = {
+        "outcome": outcome.reason,
+        "message": outcome.message,
+        "result": outcome.result,
+    }
+    if outcome.reason != "accepted":
+        log = outcome.log.decode(errors="replace")
+        body["log"] = log[-MAX_JSON_LOG_CHARS:]
+        body["error"] = {
+            "code": outcome.reason,
+            "message": outcome.message,
+            "fix": fix_for("rejected") if outcome.reason == "rejected" else
+            "read the log: fix what it shows in src/ (the judge files stay as the board has them)",
+        }  # fmt: skip
+    return body
+
+
 def run_bench(args: argparse.Namespace) -> int:
     outcome = bench(args.path, args)
     if args.json:
-        print(json.dumps({"outcome": outcome.reason, "message": outcome.message,
-                          "result": outcome.result}))  # fmt: skip
+        emit(args, bench_doc(outcome))
     else:
         _print(outcome)
-    return EXIT_CODES.get(outcome.reason, 3)
+    return EXIT_CODES.get(outcome.reason, int(Exit.REJECTED))

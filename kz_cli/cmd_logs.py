@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kz_cli.http import ApiClient, body_of, error_lines, log_url
+from kz_cli.contract import CliError, emit, from_response
+from kz_cli.http import ApiClient, add_server_options, log_url
 
-__all__ = ["register"]
+__all__ = ["MAX_JSON_LOG_CHARS", "register"]
+
+MAX_JSON_LOG_CHARS = 200_000  # `--json` carries the log's last this many characters
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,29 +19,31 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="print a submission's runner log",
         description="Print the runner's log of a submission's latest attempt "
         "(GET /api/submissions/ID/logs).",
-        epilog="exit codes: 0 printed, 2 no log yet, unknown submission or server unreachable",
     )
     logs.add_argument("submission_id", metavar="ID", help="the submission id kz submit printed")
-    logs.add_argument(
-        "--server",
-        metavar="URL",
-        help="API base URL (default KZ_SERVER_URL, else a kz up's in this data dir, else "
-        "127.0.0.1:8000)",
-    )
+    add_server_options(logs)
     logs.set_defaults(handler=_handle_logs)
 
 
 def _handle_logs(args: argparse.Namespace) -> int:
     client = ApiClient(args)
+    url = log_url(client.base_url, args.submission_id)
     response = client.call("GET", f"/api/submissions/{args.submission_id}/logs")
     if response.status_code != 200:
-        lines = error_lines(body_of(response))
-        print(
-            f"kz: no log at {log_url(client.base_url, args.submission_id)}: {lines[0]}",
-            file=sys.stderr,
+        error = from_response(response)
+        raise CliError(
+            error.code,
+            f"no log at {url}: {error.message}",
+            exit_code=error.exit,
+            details=error.details,
         )
-        return 2
-    sys.stdout.write(response.text)
-    if response.text and not response.text.endswith("\n"):
+    text = response.text
+    if args.json:
+        cut = len(text) > MAX_JSON_LOG_CHARS
+        body = {"submission_id": args.submission_id, "log_url": url, "truncated": cut}
+        emit(args, {**body, "log": text[-MAX_JSON_LOG_CHARS:]})
+        return 0
+    sys.stdout.write(text)
+    if text and not text.endswith("\n"):
         sys.stdout.write("\n")
     return 0

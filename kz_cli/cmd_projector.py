@@ -19,6 +19,7 @@ import msgspec
 from dulwich.errors import NotGitRepository
 
 from kz_cli import aio
+from kz_cli.contract import emit
 from kz_cli.local import nats_url_for
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
@@ -57,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="PATH",
         help="replay from the archive of this kernel repo clone alone",
     )
-    audit.add_argument("--json", action="store_true", help="print the report as JSON")
+    audit.add_argument("--json", action="store_true", help="print the report as one JSON document")
     audit.add_argument("--nats-url")
     audit.set_defaults(handler=_audit)
     imp = subparsers.add_parser("import", help="import a kernel repo or a folder of packages")
@@ -86,6 +87,9 @@ def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awa
 def _projector(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
+    if args.json:
+        emit(args, {"state": "starting", "nats_url": args.nats_url})
+
     async def work(elog: EventLog, settings: Settings) -> None:
         projectors = Projectors(elog, settings)
         try:
@@ -111,9 +115,17 @@ def _index(args: argparse.Namespace) -> int:
     data, settings = _with_log(args, work)
     out = args.out or (None if args.at is not None else settings.effective_index_path)
     if out is None:
-        sys.stdout.buffer.write(data + b"\n")
+        if args.json:
+            index = json.loads(data)
+            emit(args, {"path": None, "bytes": len(data), "log_seq": index.get("log_seq"),
+                        "index": index})  # fmt: skip
+        else:
+            sys.stdout.buffer.write(data + b"\n")
+        return 0
+    write_atomic(out, data)
+    if args.json:
+        emit(args, {"path": str(out), "bytes": len(data), "log_seq": json.loads(data)["log_seq"]})
     else:
-        write_atomic(out, data)
         print(f"wrote {out} ({len(data)} bytes)")
     return 0
 
@@ -155,7 +167,7 @@ def _audit(args: argparse.Namespace) -> int:
             args, lambda elog, settings: run_audit(settings, clock=utcnow, elog=elog)
         )
     if args.json:
-        print(report.to_json().decode(), end="")
+        emit(args, json.loads(report.to_json()))
     else:
         print("\n".join(report.lines()))
     return 0 if report.ok else 1
@@ -169,7 +181,17 @@ def _import(args: argparse.Namespace) -> int:
         args,
         lambda elog, _settings: import_path(elog, path, submitter=args.submitter, clock=utcnow),
     )
-    for item in done:
-        state = f"event {item.seq}" if item.seq is not None else "already imported"
-        print(json.dumps({"kernel_id": item.kernel_id, "digest": item.digest, "state": state}))
+    items = [
+        {
+            "kernel_id": item.kernel_id,
+            "digest": item.digest,
+            "state": f"event {item.seq}" if item.seq is not None else "already imported",
+        }
+        for item in done
+    ]
+    if args.json:
+        emit(args, {"imported": items})
+        return 0
+    for row in items:
+        print(json.dumps(row))
     return 0

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kz_cli import aio
+from kz_cli.contract import emit
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
@@ -44,6 +45,9 @@ def _handle(args: argparse.Namespace) -> int:
     arches = tuple(args.arch or settings.runner_arch)
     if not arches:
         raise ConfigError("KZ_RUNNER_ARCH: expected at least one architecture, e.g. cpu or sm90")
+    if args.json:
+        backend = args.backend or settings.runner_backend
+        emit(args, {"state": "starting", "arches": list(arches), "backend": backend})
     aio.run(
         run_runner(
             settings,

@@ -8,6 +8,7 @@ import signal
 import threading
 from pathlib import Path
 
+from kz_cli.contract import emit
 from kz_events.config import load_settings
 from kz_events.server import EmbeddedServer
 
@@ -28,7 +29,10 @@ def _handle(args: argparse.Namespace) -> int:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with server:
-        print(f"nats-server listening on {server.url} (store {server.store_dir})", flush=True)
+        if args.json:
+            emit(args, {"state": "ready", "nats_url": server.url, "store": str(server.store_dir)})
+        else:
+            print(f"nats-server listening on {server.url} (store {server.store_dir})", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             done.wait()
     return 0

@@ -1,54 +1,75 @@
-"""Commands for submitters and agents: `kz submit`, `kz status`, `kz claim`, `kz kernels`.
+"""Commands for submitters and agents: `kz submit` and `kz status`.
 
 `kz submit` packs the directory canonically, validates it with the same checks (and the same
-messages) as the server, submits it, then follows its status until the verdict; `EXIT_CODES`
-lists what it exits with.
+messages) as the server, submits it (with who made it, when given: agent, model, tokens, cost,
+transcript link), then follows its status until the verdict. Exit codes and `--json` follow
+`kz_cli.contract`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from kz_cli.http import (
-    ApiClient,
-    add_server_options,
-    body_of,
-    error_lines,
-    log_pointer,
-    log_url,
-    refusal_lines,
+from kz_cli.contract import (
+    EXIT_CODES_HELP,
+    CliError,
+    Exit,
+    emit,
+    exit_for_status,
+    fix_for,
+    from_response,
 )
+from kz_cli.http import ApiClient, add_server_options, log_pointer, log_url, refusal_lines
 from kz_events.ids import KernelId
 from kz_events.lifecycle import TERMINAL as LIFECYCLE_TERMINAL
+from kz_events.provenance import PROVENANCE_LIMITS, Provenance, parse_provenance
 from kz_package import INVALID_PACKAGE, PackageError, pack_directory, validate_tarball
 
 __all__ = [
     "EXIT_CODES",
+    "add_provenance_options",
     "checked_tarball",
-    "claim_line",
-    "error_lines",
     "exit_code_for",
-    "kernel_table",
+    "follow",
+    "provenance_of",
     "register",
     "status_lines",
+    "verdict_doc",
     "verdict_lines",
 ]
 
 TERMINAL = {str(status) for status in LIFECYCLE_TERMINAL}
+EXIT_CODES = EXIT_CODES_HELP
+# Flag → provenance field, and the environment variable an agent's host may set once.
+_PROVENANCE_FLAGS = {
+    "agent": ("--agent", "KZ_AGENT"),
+    "model": ("--model", "KZ_MODEL"),
+    "tokens": ("--tokens", "KZ_TOKENS"),
+    "cost_usd": ("--cost-usd", "KZ_COST_USD"),
+    "transcript_url": ("--transcript-url", "KZ_TRANSCRIPT_URL"),
+}
 
 
-EXIT_CODES = """exit codes:
-  0  accepted or committed, or a confirmation run that agreed (kz submit --no-wait: queued)
-  1  rejected: the judge measured it and it did not beat the board
-  2  failed, cancelled, a confirmation run that disputed its result, refused (locally or by
-     the server), or any other error
-"""
+def add_provenance_options(parser: argparse.ArgumentParser) -> None:
+    for name, (flag, env) in _PROVENANCE_FLAGS.items():
+        parser.add_argument(
+            flag, dest=name, metavar="VALUE", help=f"provenance: {PROVENANCE_LIMITS[name]} ({env})"
+        )
+
+
+def provenance_of(args: argparse.Namespace) -> Provenance | None:
+    """The provenance the flags (else the environment) give; refused before anything is sent."""
+    given = {
+        name: getattr(args, name, None) or os.environ.get(env)
+        for name, (_, env) in _PROVENANCE_FLAGS.items()
+    }
+    return parse_provenance(given)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -77,40 +98,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     submit.add_argument(
         "--timeout", type=float, default=1800.0, metavar="S", help="seconds to follow (1800)"
     )
+    add_provenance_options(submit)
     add_server_options(submit)
     submit.set_defaults(handler=_handle_submit)
 
     status = subparsers.add_parser(
         "status",
-        help="show (or follow) a submission's status and where its log is",
-        epilog="exit codes: 0 when shown; with --follow those of kz submit",
+        help="show (or follow) a submission's status, queue position and where its log is",
+        epilog="exit codes: 0 when shown; with --follow those of kz submit\n\n" + EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     status.add_argument("submission_id", metavar="ID", help="the submission id kz submit printed")
     status.add_argument("--follow", action="store_true", help="wait until its verdict")
+    status.add_argument(
+        "--timeout", type=float, default=3600.0, metavar="S", help="seconds to follow (3600)"
+    )
     add_server_options(status)
     status.set_defaults(handler=_handle_status)
 
-    claim = subparsers.add_parser("claim", help="take, renew or release a kernel's lease")
-    claim.add_argument("kernel_id", metavar="ID", help="the kernel to hold")
-    claim.add_argument("--ttl", type=float, default=3600.0, metavar="S", help="lease seconds")
-    claim.add_argument("--release", action="store_true", help="give the lease back")
-    add_server_options(claim)
-    claim.set_defaults(handler=_handle_claim)
 
-    kernels = subparsers.add_parser("kernels", help="list kernels")
-    kernels.add_argument("--arch", help="only this architecture, e.g. sm90 or cpu")
-    kernels.add_argument("--q", metavar="TEXT", help="only kernels whose id or title holds this")
-    kernels.add_argument("--limit", type=int, default=50, help="at most this many (50)")
-    add_server_options(kernels)
-    kernels.set_defaults(handler=_handle_kernels)
-
-
-def exit_code_for(status: str) -> int:
-    if status in ("accepted", "committed", "confirmed"):
-        return 0
-    if status == "rejected":
-        return 1
-    return 2
+def exit_code_for(status: str, error_code: str | None = None) -> int:
+    return int(exit_for_status(status, error_code))
 
 
 def checked_tarball(path: Path, kernel_id: KernelId | None, tmp: Path) -> tuple[Path, KernelId]:
@@ -130,6 +138,16 @@ def checked_tarball(path: Path, kernel_id: KernelId | None, tmp: Path) -> tuple[
     return tarball, package.kernel_id
 
 
+def _form(args: argparse.Namespace, client: ApiClient, kernel_id: KernelId) -> dict[str, str]:
+    form = {"kernel_id": str(kernel_id), "submitter_id": client.submitter, "message": args.message}
+    if args.base_commit:
+        form["base_commit"] = args.base_commit
+    made = provenance_of(args)
+    if made is not None:
+        form.update({k: str(v) for k, v in made.fields().items()})
+    return form
+
+
 def _handle_submit(args: argparse.Namespace) -> int:
     expected = KernelId.parse(args.kernel_id) if args.kernel_id else None
     client = ApiClient(args)
@@ -138,13 +156,7 @@ def _handle_submit(args: argparse.Namespace) -> int:
             tarball, kernel_id = checked_tarball(args.path, expected, Path(tmp))
         except PackageError as exc:
             return _refused(args, "invalid locally", exc.code, exc.message, exc.details)
-        form = {
-            "kernel_id": str(kernel_id),
-            "submitter_id": client.submitter,
-            "message": args.message,
-        }
-        if args.base_commit:
-            form["base_commit"] = args.base_commit
+        form = _form(args, client, kernel_id)
         with tarball.open("rb") as handle:
             response = client.call(
                 "POST",
@@ -153,34 +165,34 @@ def _handle_submit(args: argparse.Namespace) -> int:
                 files={"package": ("package.tar.gz", handle, "application/gzip")},
             )
     if response.status_code != 202:
-        error = body_of(response).get("error", {})
-        return _refused(
-            args,
-            f"refused by the server (HTTP {response.status_code})",
-            error.get("code", ""),
-            error.get("message", ""),
-            error.get("details", {}),
-        )
+        error = from_response(response)
+        where = f"refused by the server (HTTP {response.status_code})"
+        return _refused(args, where, error.code, error.message, error.details, error.exit)
     accepted = response.json()
     sid = accepted["submission_id"]
     if not args.json:
-        print(f"submitted {sid} for {kernel_id}")
+        print(f"submitted {sid} for {kernel_id}", flush=True)
     if args.no_wait:
         if args.json:
-            print(json.dumps(accepted))
+            emit(args, {**accepted, "log_url": log_url(client.base_url, sid)})
         return 0
-    return _follow(client, sid, args.json, args.timeout)
+    return follow(client, sid, args, args.timeout)
 
 
 def _refused(
-    args: argparse.Namespace, where: str, code: str, message: str, details: dict[str, Any]
+    args: argparse.Namespace,
+    where: str,
+    code: str,
+    message: str,
+    details: dict[str, Any],
+    exit_code: Exit = Exit.REFUSED,
 ) -> int:
-    body = {"error": {"code": code, "message": message, "details": details}}
+    body = {"error": {"code": code, "message": message, "fix": fix_for(code), "details": details}}
     if args.json:
-        print(json.dumps(body))
+        emit(args, body)
     else:
         print("\n".join(refusal_lines(where, body)), file=sys.stderr)
-    return 2
+    return int(exit_code)
 
 
 def _describe(doc: dict[str, Any]) -> str:
@@ -214,51 +226,73 @@ def verdict_lines(doc: dict[str, Any], base_url: str) -> list[str]:
     return lines
 
 
-def _follow(client: ApiClient, sid: str, as_json: bool, timeout_s: float) -> int:
+def verdict_doc(doc: dict[str, Any], base_url: str) -> dict[str, Any]:
+    """A status document for `--json` and the MCP tools: where its log is, and for a
+    submission that ended without being accepted an error with what to do about it."""
+    sid = str(doc.get("submission_id"))
+    out = {**doc, "log_url": log_url(base_url, sid)}
+    status = str(doc.get("status"))
+    if status in TERMINAL and exit_for_status(status) != Exit.DONE:
+        error = doc.get("error") or {}
+        code = str(error.get("code") or status)
+        reason = (doc.get("result") or {}).get("reason") or error.get("message") or status
+        fix = fix_for(status if status in ("rejected", "failed", "cancelled") else code)
+        out["error"] = {
+            "code": code,
+            "message": str(reason),
+            "fix": fix.replace("ID", sid),
+        }
+    return out
+
+
+def follow(client: ApiClient, sid: str, args: argparse.Namespace, timeout_s: float) -> int:
+    """Follow a submission by long-poll until it ends or `timeout_s` passes."""
     deadline = time.monotonic() + timeout_s
-    since = 0
-    last = ""
+    since, last = 0, ""
     doc: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        response = client.call(
-            "GET", f"/api/submissions/{sid}/status", params={"since": since, "timeout": 30}
+        wait = max(1, min(30, int(deadline - time.monotonic())))
+        doc = client.json(
+            "GET", f"/api/submissions/{sid}/status", params={"since": since, "timeout": wait}
         )
-        if response.status_code != 200:
-            print("\n".join(error_lines(body_of(response))), file=sys.stderr)
-            return 2
-        doc = response.json()
         since = int(doc.get("version", since))
         line = _describe(doc)
-        if line != last and not as_json and doc["status"] not in TERMINAL:
+        if line != last and not args.json and doc["status"] not in TERMINAL:
             print(f"  {line}", flush=True)
             last = line
         if doc["status"] in TERMINAL:
             break
-    if as_json:
-        print(json.dumps({**doc, "log_url": log_url(client.base_url, sid)}))
-    elif doc.get("status") in TERMINAL:
-        print("\n".join(f"  {line}" for line in verdict_lines(doc, client.base_url)), flush=True)
+    status = str(doc.get("status", "unknown"))
+    code = exit_for_status(status, (doc.get("error") or {}).get("code"))
+    if status not in TERMINAL:
+        return _still_open(args, client, sid, doc, timeout_s)
+    if args.json:
+        emit(args, verdict_doc(doc, client.base_url))
     else:
-        print(
-            f"  still {doc.get('status', 'unknown')} after {timeout_s:.0f} s: "
-            f"kz status {sid} --follow",
-            flush=True,
-        )
-    return exit_code_for(str(doc.get("status", "failed")))
+        print("\n".join(f"  {line}" for line in verdict_lines(doc, client.base_url)), flush=True)
+    return int(code)
+
+
+def _still_open(
+    args: argparse.Namespace, client: ApiClient, sid: str, doc: dict[str, Any], timeout_s: float
+) -> int:
+    message = f"still {doc.get('status', 'unknown')} after {timeout_s:.0f} s"
+    if args.json:
+        error = CliError("wait_timeout", message, fix=f"kz status {sid} --follow")
+        body = {**doc, "log_url": log_url(client.base_url, sid)}
+        emit(args, {**body, "error": {"code": error.code, "message": message, "fix": error.fix}})
+    else:
+        print(f"  {message}: kz status {sid} --follow", flush=True)
+    return int(Exit.TRANSIENT)
 
 
 def _handle_status(args: argparse.Namespace) -> int:
     client = ApiClient(args)
     if args.follow:
-        return _follow(client, args.submission_id, args.json, 3600.0)
-    response = client.call("GET", f"/api/submissions/{args.submission_id}/status")
-    body = body_of(response)
-    if response.status_code != 200:
-        print("\n".join(error_lines(body)), file=sys.stderr)
-        return 2
+        return follow(client, args.submission_id, args, args.timeout)
+    body = client.json("GET", f"/api/submissions/{args.submission_id}/status")
     if args.json:
-        body["log_url"] = log_url(client.base_url, args.submission_id)
-        print(json.dumps(body, indent=2))
+        emit(args, verdict_doc(body, client.base_url))
     else:
         print("\n".join(status_lines(body, client.base_url)))
     return 0
@@ -270,68 +304,3 @@ def status_lines(doc: dict[str, Any], base_url: str) -> list[str]:
     if str(doc.get("status")) != "queued":
         lines.append(log_pointer(base_url, str(doc.get("submission_id"))))
     return lines
-
-
-def _handle_claim(args: argparse.Namespace) -> int:
-    client = ApiClient(args)
-    kernel = KernelId.parse(args.kernel_id)
-    path = f"/api/kernels/{kernel}/claim"
-    if args.release:
-        response = client.call("DELETE", path)
-    else:
-        response = client.call("POST", path, json={"ttl_s": args.ttl})
-    body = body_of(response) if response.content else {}
-    if response.status_code >= 400:
-        print("\n".join(error_lines(body)), file=sys.stderr)
-        return 2
-    print(json.dumps(body) if args.json else claim_line(body))
-    return 0
-
-
-def claim_line(lease: dict[str, Any]) -> str:
-    """`kz claim`'s answer for people: who holds the kernel and until when, or that it is free."""
-    if not lease.get("holder"):
-        return f"released {lease.get('kernel_id')}: nobody holds it"
-    return (
-        f"{lease['holder']} holds {lease.get('kernel_id')} until {lease.get('expires_at')} "
-        f"(lease {lease.get('lease_id')}; renew with kz claim, give back with --release)"
-    )
-
-
-def _handle_kernels(args: argparse.Namespace) -> int:
-    client = ApiClient(args)
-    params = {k: v for k, v in {"arch": args.arch, "q": args.q, "limit": args.limit}.items() if v}
-    response = client.call("GET", "/api/kernels", params=params)
-    body = body_of(response)
-    if response.status_code != 200:
-        print("\n".join(error_lines(body)), file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(body))
-        return 0
-    items = body.get("items", body if isinstance(body, list) else [])
-    print("\n".join(kernel_table(items)))
-    return 0
-
-
-def kernel_table(kernels: list[dict[str, Any]]) -> list[str]:
-    """`kz kernels`: one aligned line per kernel with its best value (4 significant digits,
-    its unit), who holds it and how many results were accepted."""
-    if not kernels:
-        return ["no kernels"]
-    rows = [("KERNEL", "BEST", "BY", "ACCEPTED")]
-    for kernel in kernels:
-        best = kernel.get("best") or {}
-        value = best.get("value")
-        unit = (kernel.get("metric") or {}).get("unit", "")
-        shown = f"{value:.4g} {unit}".strip() if isinstance(value, int | float) else "-"
-        rows.append(
-            (
-                str(kernel.get("id", kernel.get("kernel_id"))),
-                shown,
-                str(best.get("submitter") or "-"),
-                str(kernel.get("accepted_count", 0)),
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]  # the last column ragged
-    return ["  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]) for row in rows]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import shutil
 import signal
@@ -22,6 +23,7 @@ import uvicorn
 from kz_api import create_app
 from kz_api.http_server import server_config
 from kz_cli import aio
+from kz_cli.contract import document
 from kz_cli.demo import EXAMPLES, submit_demo
 from kz_cli.demo_problems import (
     import_problem_sets,
@@ -70,7 +72,7 @@ def _handle(args: argparse.Namespace) -> int:
             changes["kernel_repo_path"] = args.data_dir / "kernel_data"
     settings = msgspec.structs.replace(settings, **changes)
     configure_logging()
-    aio.run(run_stack(settings, demo=not args.no_demo, backend=args.backend))
+    aio.run(run_stack(settings, demo=not args.no_demo, backend=args.backend, as_json=args.json))
     return 0
 
 
@@ -111,8 +113,10 @@ async def run_stack(
     demo: bool = True,
     backend: str = "sandbox",
     stop: asyncio.Event | None = None,
+    as_json: bool = False,
 ) -> None:
-    """Run every part until `stop` is set (or SIGINT, SIGTERM, SIGHUP).
+    """Run every part until `stop` is set (or SIGINT, SIGTERM, SIGHUP); `as_json`: say it is
+    up as one JSON document on stdout (kz up --json) instead of the banner.
 
     An API on an address other than loopback refuses to start without runner keys, submitter
     tokens (or open submissions chosen explicitly) and a lease secret (`check_exposure`)."""
@@ -157,7 +161,12 @@ async def run_stack(
         remember_local_url(Path(settings.data_dir), base_url, API_URL_FILE)
         if demo:
             await _demo(elog, base_url)
-        print(banner(base_url, url, Path(settings.data_dir) / URL_FILE), flush=True)
+        if as_json:
+            ready = {"state": "ready", "url": base_url, "webui": f"{base_url}/webui/"}
+            ready |= {"nats_url": url, "mcp_url": f"{base_url}/mcp"}
+            print(json.dumps(document("up", ready)), flush=True)
+        else:
+            print(banner(base_url, url, Path(settings.data_dir) / URL_FILE), flush=True)
         await _until_stopped(stop, tasks)
     finally:
         stop.set()

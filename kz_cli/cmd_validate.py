@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from kz_cli.contract import Exit, emit, fix_for
 from kz_cli.local import API_URL_FILE
 from kz_events.config import Settings, load_settings
 from kz_events.errors import InvalidInput
@@ -37,7 +37,7 @@ from kz_package import (
 )
 from kz_package.judge import board_judge_changes
 
-__all__ = ["register", "run_validate"]
+__all__ = ["JudgeCheck", "compare_judge", "judge_check", "register", "run_validate"]
 
 
 def register(subparsers: Any) -> None:
@@ -52,7 +52,6 @@ def register(subparsers: Any) -> None:
         help="compare the judge with this API's (default KZ_SERVER_URL, else a kz up's in "
         "this data dir; none: the package is checked alone)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run_validate)
 
 
@@ -135,6 +134,13 @@ def compare_judge(
             answer = client.get(path)
     except httpx.TransportError as exc:
         return JudgeCheck(server, f"checked the package alone: cannot reach {server} ({exc})")
+    return judge_check(server, kernel_id, tarball, answer)
+
+
+def judge_check(
+    server: str, kernel_id: KernelId, tarball: bytes, answer: httpx.Response
+) -> JudgeCheck:
+    """What the server's answer to `GET /api/kernels/{id}/judge` says of the package's judge."""
     if answer.status_code == 404 and _code(answer) == "no_judge":
         return JudgeCheck(server, f"judge: {server} has none for this board yet; this one opens it")
     if answer.status_code != 200:
@@ -174,26 +180,27 @@ def run_validate(args: argparse.Namespace) -> int:
         package, digest, tarball = _check(args.path, expected)
     except PackageError as exc:
         if args.json:
-            error = {"code": exc.code, "message": exc.message, "details": exc.details}
-            print(json.dumps({"valid": False, "error": error}, indent=2))
+            error = {"code": exc.code, "message": exc.message, "fix": fix_for(exc.code)}
+            emit(args, {"valid": False, "error": {**error, "details": exc.details}})
         else:
             for problem in exc.problems:
                 print(problem)
-        return 1
+        return int(Exit.REFUSED)
     server = known_server(args.against, load_settings(config_file=args.config))
     judge = compare_judge(server, package.kernel_id, tarball)
     if judge.refusal is not None:
         if args.json:
-            error = {**judge.refusal, "details": {**judge.refusal["details"], "server": server}}
-            print(json.dumps({"valid": False, "error": error}, indent=2))
+            details = {**judge.refusal["details"], "server": server}
+            fix = fix_for(judge.refusal["code"])
+            emit(args, {"valid": False, "error": {**judge.refusal, "fix": fix, "details": details}})
         else:
             print(
                 f"{judge.refusal['code']}: {judge.refusal['message']} (as {server} would refuse it)"
             )
-        return 1
+        return int(Exit.REFUSED)
     if args.json:
         document = {"valid": True, "kernel_id": str(package.kernel_id), "sha256": digest}
-        print(json.dumps({**document, "checked_against": server, "judge": judge.note}))
+        emit(args, {**document, "checked_against": server, "judge": judge.note})
     else:
         print(_summary(package, digest))
         print(judge.note)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
 import httpx
 
+from kz_cli.contract import CliError, from_response, unreachable
 from kz_cli.local import server_url_for
 from kz_events.config import load_settings
 from kz_package import Problem
@@ -45,7 +45,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
 
 class ApiClient:
     """An httpx client for the API named by `--server` (or `KZ_SERVER_URL`), sending the
-    submitter's headers; a server it cannot reach ends the command with exit code 2.
+    submitter's headers; a server it cannot reach ends the command as `unreachable` (exit 3).
     `transport` is the port tests swap for an `httpx.MockTransport` (None: the network)."""
 
     transport: httpx.BaseTransport | None = None
@@ -74,8 +74,20 @@ class ApiClient:
         try:
             return self.http.request(method, path, **kw)
         except httpx.TransportError as exc:
-            print(f"kz: cannot reach {self.base_url}: {exc}", file=sys.stderr)
-            raise SystemExit(2) from exc
+            raise unreachable(self.base_url, exc) from exc
+
+    def ok(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        """The answer when it is a success; else the API's error as a `CliError`."""
+        response = self.call(method, path, **kw)
+        if response.status_code >= 400:
+            raise from_response(response)
+        return response
+
+    def json(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
+        body = self.ok(method, path, **kw).json()
+        if not isinstance(body, dict):
+            raise CliError("invalid_answer", f"{path}: expected a JSON object from the server")
+        return body
 
 
 def body_of(response: httpx.Response) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import msgspec
 
 from kz_events.errors import InvalidKernelId, UnknownEventType
 from kz_events.ids import KernelId
+from kz_events.provenance import Provenance
 from kz_events.subjects import event_subject, live_subject
 
 __all__ = [
@@ -160,6 +161,9 @@ class SubmissionSubmitted(_SubmissionBase, frozen=True, kw_only=True, tag="submi
     # its board (`confirms` names it), preferably on another runner than `avoid_runner`.
     confirms: str | None = None
     avoid_runner: str | None = None
+    # Who made it (an agent, its model, tokens, cost, transcript): optional, checked by
+    # `kz_events.provenance.parse_provenance` before it is recorded.
+    provenance: Provenance | None = None
 
 
 class SubmissionClaimed(_SubmissionBase, frozen=True, kw_only=True, tag="claimed"):

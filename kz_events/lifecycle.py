@@ -39,6 +39,7 @@ from kz_events.events import (
     TripwireHit,
     UnknownEvent,
 )
+from kz_events.provenance import Provenance
 from kz_events.result import ResultDocument, result_flags, stored_result
 from kz_harness.sidebyside import confirmation_verdict, document_verdict
 
@@ -178,6 +179,7 @@ class Submit(msgspec.Struct, frozen=True, kw_only=True):
     tripwire: list[TripwireHit] = msgspec.field(default_factory=list)
     confirms: str | None = None
     avoid_runner: str | None = None
+    provenance: Provenance | None = None
     admission: Admission = msgspec.field(default_factory=lambda: Admission())
 
 

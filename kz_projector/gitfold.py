@@ -17,10 +17,15 @@ from kz_events.events import (
     Event,
     KernelImported,
     SubmissionAccepted,
+    SubmissionCancelled,
     SubmissionDisqualified,
+    SubmissionFailed,
+    SubmissionRejected,
+    SubmissionSubmitted,
     UnknownEvent,
 )
 from kz_events.ids import KernelId
+from kz_events.provenance import Provenance, provenance_trailers
 from kz_events.result import Metric, ResultDocument
 from kz_package.archive import PACKAGE_DIR
 from kz_projector.errors import BranchMoved, HistoryDiverged, ProjectorError
@@ -88,6 +93,8 @@ class GitFold:
         self.resume_seq = self._head_seq()
         self.position = 0
         self._rendered: dict[str, tuple[Board, bytes]] = {}
+        # Open submissions that said who made them: their source commit carries it as trailers.
+        self.provenance: dict[str, Provenance] = {}
 
     def _head_seq(self) -> int:
         if self.head is None:
@@ -113,6 +120,7 @@ class GitFold:
             return None
         self.position = seq
         live = seq > self.resume_seq
+        self._remember_provenance(event)
         match event:
             case SubmissionAccepted():
                 return await self._accepted(seq, event, live)
@@ -121,6 +129,15 @@ class GitFold:
             case SubmissionDisqualified():
                 return await self._disqualified(seq, event, live)
         return None
+
+    def _remember_provenance(self, event: Event | UnknownEvent) -> None:
+        """Keep a submission's provenance from `submitted` until it ends (only those that
+        carry one, so a log without provenance makes the same commits as before)."""
+        match event:
+            case SubmissionSubmitted(provenance=Provenance() as made):
+                self.provenance[event.submission_id] = made
+            case SubmissionRejected() | SubmissionFailed() | SubmissionCancelled():
+                self.provenance.pop(event.submission_id, None)
 
     def _board(self, kernel_id: str) -> Board:
         return self.boards.get(kernel_id) or Board(kernel_id=kernel_id)
@@ -143,6 +160,7 @@ class GitFold:
         )
         board = self._board(event.kernel_id)
         metric = metric_of_result(document)
+        made = provenance_trailers(self.provenance.pop(event.submission_id, None))
         if not live:
             self.boards[event.kernel_id] = board_accept(board, item, metric)
             return None
@@ -155,7 +173,7 @@ class GitFold:
             author_of(event.submitter_id),
             event,
             subject,
-            [*trailers, ("Kz-Package", event.package_digest), ("Kz-Commit", "source")],
+            [*trailers, ("Kz-Package", event.package_digest), ("Kz-Commit", "source"), *made],
         )
         new_board = board_accept(board, replace(item, commit=source.decode()), metric)
         return self._finish(

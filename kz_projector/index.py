@@ -116,6 +116,7 @@ class ValueRec:
     # A result that took rank 1 is run again: unconfirmed until then, confirmed or disputed.
     confirmation: str | None = None
     bench_commit: str | None = None  # the scoreboard commit that followed its source commit
+    provenance: dict[str, Any] | None = None  # who made it: agent, model, tokens, cost, link
 
     def doc(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -135,6 +136,8 @@ class ValueRec:
             out["confirmation"] = self.confirmation
         if self.suspect:
             out["suspect"] = True
+        if self.provenance:
+            out["provenance"] = dict(self.provenance)
         return out
 
 
@@ -211,6 +214,7 @@ class IndexState:
     boards: dict[str, BoardInfo] = field(default_factory=dict)
     suspects: set[str] = field(default_factory=set)  # sids marked suspect and not cleared
     confirming: dict[str, str] = field(default_factory=dict)  # open confirmation run → result
+    made: dict[str, dict[str, Any]] = field(default_factory=dict)  # open sid → its provenance
 
 
 def board_of(kernel_id: str) -> str:
@@ -310,6 +314,7 @@ def _accepted(state: IndexState, seq: int, event: SubmissionAccepted, at: str) -
         suspect=event.submission_id in state.suspects,
         score=score_of(document),
         device=document.device,
+        provenance=state.made.pop(event.submission_id, None),
     )
     board = _on_board(state, event.kernel_id, imported=False)
     if board.reference == event.kernel_id and board.reference_value is None:
@@ -330,6 +335,7 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
                 state.pending[sid] = event.summary
             if event.confirms is not None:
                 _confirming(state, event.kernel_id, sid, event.confirms)
+            _remember_made(state, sid, event)
         case SubmissionClaimed() if sid in state.open_subs:
             state.open_subs[sid] = (state.open_subs[sid][0], "running")
         case SubmissionAccepted():
@@ -346,6 +352,7 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
         ):
             state.open_subs.pop(sid, None)
             state.pending.pop(sid, None)
+            state.made.pop(sid, None)
             _confirmation(state, event)
         case SubmissionCommitted() if event.kernel_id in state.kernels:
             _committed(state, event)
@@ -357,6 +364,12 @@ def _submission(state: IndexState, seq: int, event: Event, at: str) -> None:
                 info.disqualified.append(sid)
         case SubmissionSuspected() | SubmissionSuspectCleared():
             _suspect(state, event)
+
+
+def _remember_made(state: IndexState, sid: str, event: SubmissionSubmitted) -> None:
+    """Who made an open submission, when it says: its accepted result carries it."""
+    if event.provenance is not None:
+        state.made[sid] = event.provenance.fields()
 
 
 def _confirming(state: IndexState, kernel_id: str, sid: str, confirms: str) -> None:

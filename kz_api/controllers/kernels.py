@@ -252,8 +252,24 @@ class KernelsController(Controller):
         ] = "id",
         limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 50,
         offset: Annotated[int, QueryParameter(ge=0, le=2**63 - 1)] = 0,
+        model: Annotated[
+            str | None,
+            QueryParameter(
+                max_length=100,
+                description="only kernels whose current result this model made (provenance)",
+            ),
+        ] = None,
+        agent: Annotated[
+            str | None,
+            QueryParameter(
+                max_length=100,
+                description="only kernels whose current result this agent made (provenance)",
+            ),
+        ] = None,
     ) -> Response[KernelList]:
-        query = KernelQuery(arch, op_class, sub_class, quant, q, sort, limit, offset)
+        query = KernelQuery(
+            arch, op_class, sub_class, quant, q, model, agent, sort=sort, limit=limit, offset=offset
+        )
         index = ctx.index_cache.get(ctx.models)
         data = ctx.kernels_cache.get(index.seq, query)
         if data is None:

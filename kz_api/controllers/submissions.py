@@ -35,6 +35,7 @@ from kz_api.views import detail_doc, is_suspect, status_doc
 from kz_events.errors import ObjectNotFound
 from kz_events.events import EventMeta
 from kz_events.lifecycle import Cancel, ClearSuspect, Disqualify, decide
+from kz_events.provenance import made_by
 from kz_events.subjects import LOGS_BUCKET
 
 __all__ = ["SubmissionsController"]
@@ -48,6 +49,11 @@ _SubmitOperation = multipart_operation(
         "submitter_id": "optional; must equal the authenticated submitter",
         "base_commit": "the kernel repo commit the package was made from",
         "message": "what changed, for the commit message",
+        "agent": "provenance: the agent that wrote it (1-100 characters)",
+        "model": "provenance: its model (1-100 characters)",
+        "tokens": "provenance: tokens spent, an integer from 0 to 10^12",
+        "cost_usd": "provenance: cost in US dollars, a number from 0 to 10^6",
+        "transcript_url": "provenance: an http(s) link to the transcript (at most 2000)",
     },
 )
 
@@ -93,6 +99,12 @@ class SubmissionsController(Controller):
         ] = None,
         limit: Annotated[int, QueryParameter(ge=1, le=500)] = 50,
         offset: Annotated[int, QueryParameter(ge=0, le=MAX_SEQ)] = 0,
+        model: Annotated[
+            str | None, QueryParameter(max_length=100, description="only this model's (provenance)")
+        ] = None,
+        agent: Annotated[
+            str | None, QueryParameter(max_length=100, description="only this agent's (provenance)")
+        ] = None,
     ) -> SubmissionList:
         views = [
             v
@@ -102,6 +114,7 @@ class SubmissionsController(Controller):
             and (status is None or str(v.state.status) == status)
             and (arch is None or v.arch == arch)
             and (suspect is None or is_suspect(v.state) is suspect)
+            and made_by(v.submitted.provenance, model=model, agent=agent)
         ]
         page = views[offset : offset + limit]
         return SubmissionList(

@@ -103,7 +103,7 @@ def test_a_changed_benchmark_is_refused_as_the_server_refuses_it(
     url, data_dir = stack
     pkg = _changed_benchmark(tmp_path)
     done = kz("validate", str(pkg), "--against", url, "--json", env=_env(tmp_path / "elsewhere"))
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr  # refused: do not retry as it is
     local = json.loads(done.stdout)["error"]
     tarball = tmp_path / "package.tar.gz"
     pack_directory(pkg, tarball)
@@ -120,7 +120,7 @@ def test_a_changed_benchmark_is_refused_as_the_server_refuses_it(
     assert local["details"]["changed"] == server["details"]["changed"] == ["benchmark.py"]
     assert local["details"]["server"] == url
     lines = kz("validate", str(pkg), env=_env(data_dir))
-    assert lines.returncode == 1
+    assert lines.returncode == 2
     assert lines.stdout.startswith("harness_change_forbidden: only maintainers may change")
 
 
@@ -130,7 +130,7 @@ def test_a_new_kernel_must_carry_its_boards_judge(stack: tuple[str, Path], tmp_p
     url, _ = stack
     pkg = _changed_benchmark(tmp_path, "cpu/Norm/RMSNorm/fp32/my_own_judge")
     done = kz("validate", str(pkg), "--against", url, env=_env(tmp_path / "elsewhere"))
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert done.stdout.strip() == (
         "harness_change_forbidden: a new kernel on board cpu/Norm/RMSNorm/fp32 must carry the "
         f"board's judge (that of {KID}); these differ: benchmark.py (as {url} would refuse it)"

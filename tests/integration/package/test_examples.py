@@ -58,7 +58,7 @@ def test_kz_validate_passes_on_every_example(
     assert judge.startswith(("checked the package alone", "judge: "))
 
 
-def test_kz_validate_lists_every_problem_and_exits_1(
+def test_kz_validate_lists_every_problem_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A broken copy of an example fails with one line per problem: path, field, message."""
@@ -67,12 +67,12 @@ def test_kz_validate_lists_every_problem_and_exits_1(
     desc = package / ".kernel_package" / "desc.yaml"
     desc.write_text(desc.read_text().replace("better: lower", "better: faster"))
     (package / ".kernel_package" / "benchmark.py").unlink()
-    assert main(["validate", str(package)]) == 1
+    assert main(["validate", str(package)]) == 2  # refused: do not retry as it is
     assert capsys.readouterr().out.splitlines() == [
         ".kernel_package/benchmark.py: is required",
         '.kernel_package/desc.yaml: metric.better: must be "lower" or "higher", got "faster"',
     ]
-    assert main(["validate", str(package), "--json"]) == 1
+    assert main(["validate", str(package), "--json"]) == 2
     document = json.loads(capsys.readouterr().out)
     assert document["valid"] is False
     assert document["error"]["code"] == "invalid_package"
@@ -89,7 +89,7 @@ def test_kz_validate_reads_tarballs_and_checks_the_form_kernel_id(
     digest = pack_directory(EXAMPLES / "cpu/Softmax/row/fp32/numpy_ref", tarball)
     assert main(["validate", str(tarball), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["sha256"] == digest
-    assert main(["validate", str(tarball), "--kernel-id", "cpu/Softmax/row/fp32/other"]) == 1
+    assert main(["validate", str(tarball), "--kernel-id", "cpu/Softmax/row/fp32/other"]) == 2
     assert "kernel_id: must equal the submission's kernel id" in capsys.readouterr().out
 
 

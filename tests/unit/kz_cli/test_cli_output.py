@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kz_cli.cmd_submit import claim_line, error_lines, kernel_table
+from kz_cli.cmd_kernels import claim_line, kernel_table
+from kz_cli.http import error_lines
 
 pytestmark = pytest.mark.unit
 

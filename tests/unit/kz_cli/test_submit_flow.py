@@ -79,7 +79,7 @@ def test_a_failed_run_ends_with_where_its_log_is(
         "status": "failed",
         "error": {"code": "benchmark_error", "message": "benchmark.py wrote no valid result"},
     }
-    assert kz("submit", str(RMSNORM)) == 2
+    assert kz("submit", str(RMSNORM)) == 1  # its own run failed: read the log, change it
     out = capsys.readouterr().out
     assert f"{SERVER}/api/submissions/{SID}/logs" in out
     assert f"kz logs {SID}" in out
@@ -103,10 +103,20 @@ def test_a_rejected_run_says_its_reason_once_and_where_its_log_is(
 
 def test_json_output_carries_the_log_url(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     api.final = {"status": "failed", "error": {"code": "build_failed", "message": "exit 1"}}
-    assert kz("submit", str(RMSNORM), "--json") == 2
-    doc = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert doc["status"] == "failed"
+    assert kz("submit", str(RMSNORM), "--json") == 1
+    (line,) = capsys.readouterr().out.strip().splitlines()  # one document, no lines for people
+    doc = json.loads(line)
+    assert doc["status"] == "failed" and doc["command"] == "submit"
     assert doc["log_url"] == f"{SERVER}/api/submissions/{SID}/logs"
+    assert doc["error"]["code"] == "build_failed" and f"kz logs {SID}" in doc["error"]["fix"]
+
+
+def test_a_run_the_platform_lost_is_transient(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A submission failed by the platform (its runner lost) exits 3: submit again later."""
+    api.final = {"status": "failed", "error": {"code": "runner_lost", "message": "no heartbeat"}}
+    assert kz("submit", str(RMSNORM), "--json") == 3
 
 
 def test_an_accepted_run_prints_no_log_pointer(
@@ -165,7 +175,7 @@ def test_a_server_refusal_without_problems_is_one_line(
             }
         },
     )
-    assert kz("submit", str(RMSNORM)) == 2
+    assert kz("submit", str(RMSNORM)) == 3  # a full queue drains by itself: retry later
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "kz: package refused by the server (HTTP 429): quota_exceeded: at most 4 open submissions"
@@ -207,7 +217,7 @@ def test_kz_logs_without_a_log_says_so_in_one_line(
             "error": {"code": "log_not_found", "message": f"submission {SID} has no runner log yet"}
         },
     )
-    assert kz("logs", SID) == 2
+    assert kz("logs", SID) == 3  # it may come: retry
     (line,) = capsys.readouterr().err.splitlines()
     assert "has no runner log yet" in line and f"/api/submissions/{SID}/logs" in line
 
@@ -237,5 +247,7 @@ def test_the_submit_help_lists_the_exit_codes(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["submit", "--help"])
     out = capsys.readouterr().out
-    assert "exit codes:" in out
+    assert "exit codes (the same for every kz command):" in out
+    for line in ("0  done", "1  rejected", "2  usage or refused", "3  transient"):
+        assert line in out
     assert all(f"  {code}  " in out for code in ("0", "1", "2"))

@@ -48,6 +48,7 @@ from kz_events.events import (
     subject_of,
 )
 from kz_events.ids import KernelId
+from kz_events.provenance import Provenance
 from kz_events.subjects import parse_event_subject
 
 pytestmark = pytest.mark.unit
@@ -91,6 +92,13 @@ SAMPLES: dict[str, Event] = {
             metric={"name": "latency", "unit": "us", "better": "lower"},
         ),
         tripwire=[TripwireHit(code="gc", path="src/k.py", line=3, message="uses gc")],
+        provenance=Provenance(
+            agent="claude-code",
+            model="claude-opus-4-1",
+            tokens=183_000,
+            cost_usd=2.75,
+            transcript_url="https://example.org/t/1",
+        ),
     ),
     "claimed": SubmissionClaimed(
         **_sub(2, "runner-1"), runner_id="runner-1", attempt=1, lease_id="L1"
@@ -338,3 +346,13 @@ def test_defaults_keep_old_payloads_readable() -> None:
     assert isinstance(event, SubmissionSubmitted)
     assert (event.schema_version, event.max_attempts, event.new_kernel) == (1, 3, False)
     assert event.occurred_at == datetime(2025, 3, 1, 12, tzinfo=UTC)
+
+
+def test_a_submitted_event_written_before_provenance_decodes_without_one() -> None:
+    """An old `submitted` payload (no provenance field) decodes with provenance None, and a
+    new one without provenance equals it: old logs replay unchanged."""
+    payload = json.loads(GOLDEN.read_text())["submitted"]["payload"]
+    payload.pop("provenance")
+    event = decode_event(json.dumps(payload).encode())
+    assert isinstance(event, SubmissionSubmitted) and event.provenance is None
+    assert event == msgspec.structs.replace(SAMPLES["submitted"], provenance=None)

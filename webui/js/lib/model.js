@@ -3,6 +3,7 @@
 // they are. A board is built (its kernels read) the first time its entries are read, so a page
 // of boards costs that page, not the whole index.
 
+import { matchesMaker } from './provenance.js';
 import { parseTime } from './format.js';
 
 function num(x) {
@@ -135,6 +136,10 @@ export function normaliseKernel(raw, ranked = undefined, reference = null) {
     score,
     speedup: score?.speedup ?? null,
     submitter: best?.submitter ?? current?.submitter ?? null,
+    // Who made its current result (the board filters by these), when its submitter said.
+    model: raw.current?.provenance?.model ?? null,
+    agent: raw.current?.provenance?.agent ?? null,
+    provenance: raw.current?.provenance ?? null,
     acceptedCount: raw.accepted_count ?? 0,
     lastActivityAt: raw.last_activity_at ?? null,
     history: raw.history ?? [],
@@ -207,6 +212,10 @@ function lazyBoard(key, raws, ranking, info) {
     },
     get entries() {
       return build().entries;
+    },
+    /** The models and agents that made its kernels' current results, read without building. */
+    makers(field) {
+      return raws.map((r) => r.current?.provenance?.[field]).filter(Boolean);
     },
   };
 }
@@ -292,7 +301,8 @@ export function kernelChanged(previous, index, id) {
 /** Distinct archs, op classes and quants across boards, sorted, for the filter menus. */
 export function facets(boards) {
   const pick = (field) => [...new Set(boards.map((b) => b[field]))].sort();
-  return { arch: pick('arch'), op_class: pick('op_class'), sub_class: pick('sub_class'), quant: pick('quant') };
+  const made = (field) => [...new Set(boards.flatMap((b) => (b.makers ? b.makers(field) : b.entries.map((e) => e[field]))).filter(Boolean))].sort();
+  return { arch: pick('arch'), op_class: pick('op_class'), sub_class: pick('sub_class'), quant: pick('quant'), model: made('model'), agent: made('agent') };
 }
 
 const haystacks = new WeakMap();
@@ -323,11 +333,11 @@ export function filterBoards(boards, filters = {}) {
   const out = [];
   for (const board of boards) {
     if (['arch', 'op_class', 'sub_class', 'quant'].some((f) => filters[f] && board[f] !== filters[f])) continue;
-    if (!filters.q) {
+    if (!filters.q && !filters.model && !filters.agent) {
       out.push(board);
       continue;
     }
-    const entries = board.entries.filter((e) => words.every((word) => haystack(e).includes(word)));
+    const entries = board.entries.filter((e) => matchesMaker(e, filters) && words.every((word) => haystack(e).includes(word)));
     if (entries.length > 0) out.push({ ...board, entries, count: entries.length });
   }
   return out;

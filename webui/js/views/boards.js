@@ -17,8 +17,9 @@ export const ROWS_PER_PAGE = 100;
 
 function filtersOf(route) {
   const q = route.query;
-  if (route.view === 'board') return { ...route.params, q: q.q ?? '' };
-  return { arch: q.arch ?? '', op_class: q.op ?? '', quant: q.quant ?? '', q: q.q ?? '' };
+  const made = { model: q.model ?? '', agent: q.agent ?? '' };
+  if (route.view === 'board') return { ...route.params, q: q.q ?? '', ...made };
+  return { arch: q.arch ?? '', op_class: q.op ?? '', quant: q.quant ?? '', q: q.q ?? '', ...made };
 }
 
 function select(label, name, values, current, onChange) {
@@ -88,7 +89,7 @@ export function createBoardsView(ctx) {
   function renderToolbar() {
     const f = filtersOf(route);
     const all = liveIndex ?? index;
-    const fc = all ? facets(all.boards) : { arch: [], op_class: [], quant: [] };
+    const fc = all ? facets(all.boards) : { arch: [], op_class: [], quant: [], model: [], agent: [] };
     const search = h('input', {
       id: 'search',
       type: 'search',
@@ -110,6 +111,9 @@ export function createBoardsView(ctx) {
             select('quant', 'quant', fc.quant, f.quant, (v) => set({ quant: v, page: '' })),
           ]
         : [];
+    // Who made each kernel's current result (provenance), when any submitter said.
+    if (fc.model.length || f.model) fields.push(select('model', 'model', fc.model, f.model, (v) => set({ model: v, page: '' })));
+    if (fc.agent.length || f.agent) fields.push(select('agent', 'agent', fc.agent, f.agent, (v) => set({ agent: v, page: '' })));
     fill(toolbarSlot, h('div', { class: 'toolbar', role: 'search' }, fields, h('label', { class: 'field grow', for: 'search' }, h('span', {}, 'search'), search)));
   }
 

@@ -12,7 +12,7 @@ import { links } from '../lib/route.js';
 import { STATUS } from '../lib/vocab.js';
 import { historyChart } from './chart.js';
 import { confirmationBadge, suspectBadge, unreviewedBadge } from './review.js';
-import { commitLink, statusBadge, submissionLink } from './submission.js';
+import { commitLink, provenanceView, statusBadge, submissionLink } from './submission.js';
 
 function section(title, ...content) {
   return h('section', { class: 'card' }, h('h2', {}, title), ...content);
@@ -124,7 +124,7 @@ function attemptsTable(subs, scale, now) {
             {},
             h('td', { class: 'muted nowrap' }, time(s.updated_at ?? s.created_at, formatRelative(s.updated_at ?? s.created_at, now))),
             h('td', { class: 'mono' }, h('a', { href: links.submission(s.submission_id) }, shortId(s.submission_id))),
-            h('td', { class: 'nowrap' }, s.submitter_id ?? '—'),
+            h('td', { class: 'nowrap' }, s.submitter_id ?? '—', s.provenance ? h('div', { class: 'muted small' }, provenanceView(s.provenance)) : null),
             h('td', { class: 'nowrap' }, statusBadge(s.status), suspectBadge(s.suspect), attemptMark(s)),
             h('td', { class: 'num' }, formatScaled(s.result?.metric_value ?? s.result?.value, scale)),
             h('td', { class: 'reason' }, attemptReason(s)),

@@ -1,6 +1,7 @@
 // The submission page: status, timeline of events, result and workloads, log; follows a
 // running submission through the live feed.
 
+import { provenanceParts } from '../lib/provenance.js';
 import { api, listOf } from '../api.js';
 import { badge, empty, failure, fill, h, loading, setTitle, time } from '../dom.js';
 import { live } from '../live.js';
@@ -70,6 +71,20 @@ export function commitLink(id, length = 40) {
   return h('a', { class: 'mono commit-link', href: links.commit(id), title: id }, length < 40 ? shortId(id, length) : id);
 }
 
+/** Who made it (agent, model, tokens, cost, transcript link), as its submitter said. */
+export function provenanceView(p) {
+  const parts = provenanceParts(p);
+  if (parts.length === 0) return null;
+  return h(
+    'span',
+    { class: 'provenance' },
+    parts.flatMap((part, i) => [
+      i ? ' · ' : null,
+      part.href ? h('a', { href: part.href, rel: 'noopener noreferrer nofollow', target: '_blank' }, part.text) : h('span', { title: part.label }, part.label === 'agent' || part.label === 'model' ? part.text : `${part.label} ${part.text}`),
+    ]),
+  );
+}
+
 function meta(d, now) {
   const row = (k, v) => [h('dt', {}, k), h('dd', {}, v ?? '—')];
   return h(
@@ -77,6 +92,7 @@ function meta(d, now) {
     { class: 'kv' },
     row('kernel', d.kernel_id ? h('a', { href: links.kernel(d.kernel_id) }, d.kernel_id) : null),
     row('submitter', d.submitter_id),
+    d.provenance ? row('made by', provenanceView(d.provenance)) : null,
     d.confirms ? row('confirms', h('span', {}, submissionLink(d.confirms), h('span', { class: 'muted' }, ' (a confirmation run: that result measured again)'))) : null,
     d.confirmation ? row('confirmation', h('span', {}, confirmationBadge(d.confirmation.mark, { href: links.submission(d.confirmation.submission_id) }), ' run ', submissionLink(d.confirmation.submission_id))) : null,
     d.message ? row('message', d.message) : null,

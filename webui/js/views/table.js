@@ -1,5 +1,6 @@
 // The leaderboard table shared by the boards overview and the single board view.
 
+import { madeBy } from '../lib/provenance.js';
 import { badge, h, time } from '../dom.js';
 import { chooseScale, formatRelative, formatScaled, formatScore, formatSpread, formatNumber } from '../lib/format.js';
 import { links } from '../lib/route.js';
@@ -105,7 +106,7 @@ function row(e, scale, now, changed, referenceName) {
     valueCell(e, scale),
     h('td', { class: 'col-opt device muted' }, e.device ?? '—'),
     h('td', { class: 'num col-opt muted' }, formatSpread(e.p10, e.p90, e.value)),
-    h('td', { class: 'col-opt2 submitter' }, e.submitter ?? '—'),
+    h('td', { class: 'col-opt2 submitter' }, e.submitter ?? '—', e.provenance ? h('span', { class: 'muted made-by' }, ` · ${madeBy(e.provenance)}`) : null),
     h('td', { class: 'num col-opt' }, formatNumber(e.acceptedCount)),
     h('td', { class: 'col-changed muted' }, time(e.lastActivityAt, formatRelative(e.lastActivityAt, now))),
   );
