@@ -1,45 +1,42 @@
 """`kz problems import --format F [--arch A] PATH` and `kz export --format flashinfer-trace
 [--board B] OUT.jsonl`: problem sets in as boards, accepted results out as traces.
 
-Both follow the agents' contract: `--json` prints one JSON document on stdout (an error is
-`{"error": {"code", "message", "fix"}}`), and the exit code says what happened: 0 done, 2
-refused or misused (do not retry), 3 transient (the log unreachable: retry).
+Both keep the contract of `kz_cli.contract`: `--json` prints one document on stdout (an error is
+`{"error": {"code", "message", "fix"}}`), and the exit code says what happened: 0 done, 2 refused
+or misused (do not retry), 3 transient (the log unreachable: retry).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from kz_cli import aio
+from kz_cli.contract import EXIT_CODES_HELP, CliError, Exit, emit
 from kz_cli.local import nats_url_for
 from kz_events.config import load_settings
-from kz_events.errors import ConfigError, EventLogError, InvalidInput, KzError
+from kz_events.errors import ConfigError, InvalidInput
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.ids import KernelId
 from kz_package import write_tree
 from kz_problems import FORMATS, ProblemError, build_boards, import_boards, read_set
+from kz_problems.boards import BoardPackage
 from kz_problems.exporter import export_from_log
 from kz_problems.flashinfer import MAX_WORKLOADS
 from kz_problems.importer import Outcome
 from kz_problems.traces import write_export
 
-__all__ = ["EXIT_CODES", "register"]
+__all__ = ["EXPORT_FORMATS", "register"]
 
 T = TypeVar("T")
 EXPORT_FORMATS = ("flashinfer-trace",)
-DONE, REFUSED, TRANSIENT = 0, 2, 3
-EXIT_CODES = """exit codes:
-  0  done
-  2  refused: a bad PATH, format, architecture or problem, or no problem to import
-     (do not retry as it is)
-  3  transient: the event log could not be reached (retry)
-"""
+_IMPORT_FIX = (
+    "fix the file and field the message names, or give the --format the set is in "
+    "(docs/problem_sets.md)"
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "and import one board per problem: its judge, workloads and provenance, with the "
         "set's reference as the board's pinned reference. Re-importing changes nothing; a "
         "changed problem becomes a new board version.",
-        epilog=EXIT_CODES,
+        epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     imp.add_argument("path", type=Path, metavar="PATH", help="a checkout, folder or file")
@@ -71,7 +68,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     imp.add_argument(
         "--out", type=Path, metavar="DIR", help="write the boards' packages here instead"
     )
-    imp.add_argument("--json", action="store_true", help="print one JSON document")
     imp.add_argument("--nats-url")
     imp.set_defaults(handler=_import)
     export = subparsers.add_parser(
@@ -80,24 +76,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write every accepted result (of one board with --board) as a Trace line "
         "to OUT.jsonl, and beside it, in a folder named after it, the data set in FlashInfer "
         "Trace's layout: definitions/, solutions/ (with their sources) and traces/.",
-        epilog=EXIT_CODES,
+        epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     export.add_argument("out", type=Path, metavar="OUT.jsonl")
     export.add_argument("--format", required=True, choices=EXPORT_FORMATS)
     export.add_argument("--board", metavar="B", help="arch/op_class/sub_class/quant")
-    export.add_argument("--json", action="store_true", help="print one JSON document")
     export.add_argument("--nats-url")
     export.set_defaults(handler=_export)
 
 
 def _with_log(args: argparse.Namespace, work: Callable[[EventLog], Awaitable[T]]) -> T:
     settings = load_settings(config_file=args.config)
-    url = nats_url_for(args.nats_url, settings)
+    try:
+        url = nats_url_for(args.nats_url, settings)
+    except ConfigError as exc:
+        raise CliError(
+            "invalid_config", exc.message, fix="start the stack (kz up) in this data dir, or "
+            "give --nats-url (KZ_NATS_URL)"
+        ) from exc  # fmt: skip
 
     async def main() -> T:
-        elog = await EventLog.connect(url, LogOptions(replicas=settings.replicas), name="kz-"
-                                      f"{args.command}", connect_timeout_s=10.0)  # fmt: skip
+        name = f"kz-{args.command}"
+        elog = await EventLog.connect(url, LogOptions(replicas=settings.replicas), name=name,
+                                      connect_timeout_s=10.0)  # fmt: skip
         try:
             await elog.ensure()
             return await work(elog)
@@ -107,30 +109,11 @@ def _with_log(args: argparse.Namespace, work: Callable[[EventLog], Awaitable[T]]
     return aio.run(main())
 
 
-def _fail(args: argparse.Namespace, exc: KzError, code: int, fix: str) -> int:
-    if args.json:
-        error = {"code": exc.code, "message": exc.message, "fix": fix}
-        print(json.dumps({"error": error}))
-    else:
-        print(f"kz: {exc.message}\n  fix: {fix}", file=sys.stderr)
-    return code
-
-
-def _guarded(args: argparse.Namespace, run: Callable[[], int], fix: str) -> int:
-    """`run`, with the project's errors turned into the contract's exit codes."""
-    try:
-        return run()
-    except ConfigError as exc:
-        return _fail(args, exc, REFUSED, "start `kz up`, or pass --nats-url / KZ_NATS_URL")
-    except EventLogError as exc:
-        return _fail(args, exc, TRANSIENT, "check that the stack is up, then run it again")
-    except InvalidInput as exc:
-        return _fail(args, exc, REFUSED, fix)
-
-
 def _import(args: argparse.Namespace) -> int:
-    return _guarded(args, lambda: _run_import(args), "fix the file and field named, or pass "
-                    "--format matching the set; see docs/problem_sets.md")  # fmt: skip
+    try:
+        return _run_import(args)
+    except ProblemError as exc:
+        raise CliError(exc.code, exc.message, fix=_IMPORT_FIX, details=exc.details) from exc
 
 
 def _run_import(args: argparse.Namespace) -> int:
@@ -151,8 +134,7 @@ def _run_import(args: argparse.Namespace) -> int:
                                        clock=lambda: datetime.now(UTC)),
         )  # fmt: skip
     states = [o.state for o in outcomes]
-    document = {
-        "schema_version": 1,
+    body = {
         "format": args.format,
         "path": str(args.path),
         "arch": args.arch,
@@ -160,11 +142,14 @@ def _run_import(args: argparse.Namespace) -> int:
         "skipped": [s.to_dict() for s in skipped],
         "counts": {state: states.count(state) for state in ("imported", "unchanged", "written")},
     }
-    _print_import(args, document)
-    return DONE
+    if args.json:
+        emit(args, body)
+    else:
+        _print_import(body)
+    return int(Exit.DONE)
 
 
-def _write(board: Any, out: Path) -> Outcome:
+def _write(board: BoardPackage, out: Path) -> Outcome:
     folder = out / str(board.kernel_id)
     write_tree({path: (0o644, data) for path, data in board.files.items()}, folder,
                {"/".join(p.split("/")[:i]) for p in board.files
@@ -173,10 +158,7 @@ def _write(board: Any, out: Path) -> Outcome:
                    board.digest)  # fmt: skip
 
 
-def _print_import(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    if args.json:
-        print(json.dumps(document))
-        return
+def _print_import(document: dict[str, Any]) -> None:
     for board in document["boards"]:
         print(f"{board['state']:9}  {board['kernel_id']}  (problem {board['problem']}, "
               f"version {board['version']})")  # fmt: skip
@@ -189,8 +171,7 @@ def _print_import(args: argparse.Namespace, document: dict[str, Any]) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    return _guarded(args, lambda: _run_export(args), "pass --board as arch/op_class/sub_class/"
-                    "quant and a writable OUT.jsonl")  # fmt: skip
+    return _run_export(args)
 
 
 def _run_export(args: argparse.Namespace) -> int:
@@ -202,8 +183,7 @@ def _run_export(args: argparse.Namespace) -> int:
         KernelId(parts[0], parts[1], parts[2], parts[3], "x")
     export = _with_log(args, lambda elog: export_from_log(elog, board=board))
     folder = write_export(export, args.out)
-    document = {
-        "schema_version": 1,
+    body = {
         "format": args.format,
         "out": str(args.out),
         "folder": str(folder),
@@ -213,8 +193,8 @@ def _run_export(args: argparse.Namespace) -> int:
         "definitions": len(export.definitions),
     }
     if args.json:
-        print(json.dumps(document))
+        emit(args, body)
     else:
-        print(f"wrote {document['traces']} traces to {args.out}; {document['solutions']} "
-              f"solutions and {document['definitions']} definitions under {folder}")  # fmt: skip
-    return DONE
+        print(f"wrote {body['traces']} traces to {args.out}; {body['solutions']} solutions and "
+              f"{body['definitions']} definitions under {folder}")  # fmt: skip
+    return int(Exit.DONE)

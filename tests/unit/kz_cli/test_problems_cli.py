@@ -33,7 +33,7 @@ def test_import_to_a_folder_lists_what_it_made(
     which boards, and which problems were skipped and why."""
     code, doc = _run(capsys, "problems", "import", "--format", "gpumode", "--arch", "sm90",
                      "--json", "--out", str(tmp_path), str(PROBLEM_SETS / "gpumode"))  # fmt: skip
-    assert code == 0
+    assert code == 0 and doc["command"] == "problems import" and doc["schema_version"] == 1
     assert [b["kernel_id"] for b in doc["boards"]] == [
         "sm90/GPUMODE/kz_demo.matmul_py/fp32/reference",
         "sm90/GPUMODE/kz_demo.prefixsum_py/fp64/reference",
@@ -71,7 +71,8 @@ def test_without_a_stack_the_error_says_how_to_find_one(
     monkeypatch.setenv("KZ_DATA_DIR", str(tmp_path / "no-stack"))
     code, doc = _run(capsys, "problems", "import", "--format", "kernelbench", "--json",
                      str(PROBLEM_SETS / "kernelbench"))  # fmt: skip
-    assert code == 2 and "KZ_NATS_URL" in doc["error"]["message"]
+    assert code == 2 and doc["error"]["code"] == "invalid_config"
+    assert "KZ_NATS_URL" in doc["error"]["message"]
     assert "kz up" in doc["error"]["fix"]
 
 
