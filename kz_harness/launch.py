@@ -25,6 +25,9 @@ def _connect_descriptors() -> None:
         kind_type = socket.SOCK_SEQPACKET if kind == "seqpacket" else socket.SOCK_STREAM
         conn = socket.socket(socket.AF_UNIX, kind_type)
         conn.connect(f"/kz/fds/{number}.sock")
+        if conn.fileno() == int(number):  # opened at that very number: keep it there
+            conn.detach()
+            continue
         os.dup2(conn.fileno(), int(number))
         conn.close()
 

@@ -24,6 +24,7 @@ from kz_events.ids import KernelId
 from kz_package import PackageError, validate_result_document
 from kz_runner.backends.base import Backend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
+from kz_runner.gpuguard import DeviceBusy
 from kz_runner.limits import StepLimits
 from kz_runner.transport import Lease, Report, RunnerInfo, Transport
 from kz_runner.workdir import (
@@ -137,6 +138,10 @@ class Runner:
         watch = asyncio.create_task(self._watch_stop(task, stop)) if stop else None
         try:
             outcome = await self._execute(task)
+        except DeviceBusy as exc:  # the runner's fault: void, and let another attempt run it
+            log.error("task %s: %s; handing it back", lease.submission_id, exc.message)
+            task.handed_back = True
+            outcome = TaskOutcome.failed("cancelled", exc.message)
         finally:
             beat.cancel()
             if watch:

@@ -8,14 +8,16 @@ in a sandbox that holds the judge's files, the harness and a scratch folder, nev
 package; the candidate runs in the workers it asks the runner for (`kz_runner.supervisor`),
 which see `src/` and a scratch folder only. The result comes back over an inherited pipe.
 Every ending has its own reason: accepted, rejected, build_failed, benchmark_error,
-invalid_result (no valid document), timed_out, cancelled.
+invalid_result (no valid document), timed_out, cancelled. On a GPU, another compute context on
+the task's GPUs raises `DeviceBusy` (kz_runner.gpuguard): the runner's fault, not an ending of
+the candidate's; the runner hands the task back.
 """
 
 from __future__ import annotations
 
 import atexit
-import os
 import platform
+import random
 import secrets
 import shutil
 import sys
@@ -39,9 +41,10 @@ from kz_runner.backends.base import (
     StepResult,
     StepSpec,
 )
+from kz_runner.gpuguard import GpuGuard
 from kz_runner.limits import StepLimits
 from kz_runner.redact import path_redactor
-from kz_runner.supervisor import HARNESS_INSIDE, HOME_INSIDE, Supervisor
+from kz_runner.supervisor import HARNESS_INSIDE, HOME_INSIDE, JudgeResult, Supervisor
 from kz_runner.workdir import remove_tree
 
 __all__ = ["REASONS", "TaskOutcome", "TaskSpec", "execute_task"]
@@ -169,6 +172,7 @@ def _base_environment(spec: TaskSpec) -> dict[str, str]:
 def _host_environment(backend: Backend) -> dict[str, str]:
     return {
         "backend": backend.name,
+        "containment": str(getattr(backend, "containment", "the backend's own")),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -232,6 +236,28 @@ class _Run:
         )
 
 
+def _supervised(
+    run: _Run, step: StepSpec, supervisor: Supervisor, guard: GpuGuard | None
+) -> tuple[StepResult, JudgeResult]:
+    """The judge's step, then every worker killed (the GPU checked before they are, and
+    after)."""
+    try:
+        result = run.step(_BENCHMARK, step)
+        if guard is not None:
+            guard.during(*supervisor.pids())
+    finally:
+        judged = supervisor.finish()
+    if guard is not None:
+        guard.after()
+    return result, judged
+
+
+def _gpu_guard(backend: Backend) -> GpuGuard | None:
+    """The backend's check of the task's GPUs, where it has GPUs and the check."""
+    make: Callable[[], GpuGuard | None] | None = getattr(backend, "gpu_guard", None)
+    return make() if make is not None else None
+
+
 def _script_missing(workdir: Path, script: str) -> bool:
     return not (workdir / script).is_file()
 
@@ -268,17 +294,6 @@ class _TaskDirs:
         remove_tree(self.root)
 
 
-def _readable(tree: Path) -> None:
-    """Let every uid read the candidate's files (a worker runs under its own uid)."""
-    for directory, _dirs, files in os.walk(tree):
-        folder = Path(directory)
-        folder.chmod(folder.stat().st_mode | 0o555)
-        for name in files:
-            path = Path(directory) / name
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o444)
-
-
 def _judge_step(
     run: _Run, dirs: _TaskDirs, harness: Path, validate_result: ValidateResult
 ) -> TaskOutcome:
@@ -286,12 +301,17 @@ def _judge_step(
     src = spec.workdir / "src"
     if not src.is_dir():
         src.mkdir()
-    _readable(src)
     implementations = {"candidate": src}
     for name, rival in (("incumbent", spec.incumbent), ("reference", spec.reference)):
         if rival is not None and rival.is_dir():
-            _readable(rival)
             implementations[name] = rival
+    # What every Benchmark asks for first, started in a random order: no worker's start
+    # (its uid, its folder's age) tells which implementation it is.
+    prestart = ["calibrate", *implementations]
+    random.SystemRandom().shuffle(prestart)
+    guard = _gpu_guard(run.backend)
+    if guard is not None:
+        guard.before()
     supervisor = Supervisor(
         run.backend,
         implementations=implementations,
@@ -300,7 +320,7 @@ def _judge_step(
         limits=spec.limits,
         timeout_s=spec.step_timeout_s,
         max_result_bytes=MAX_RESULT_BYTES,
-        prestart=("calibrate", *implementations),  # what every Benchmark asks for first
+        prestart=prestart,
     )
     env = {
         **_base_environment(spec),
@@ -333,10 +353,7 @@ def _judge_step(
         pass_fds=supervisor.judge_fds,
         package=spec.workdir,
     )  # fmt: skip
-    try:
-        result = run.step(_BENCHMARK, step)
-    finally:
-        judged = supervisor.finish()
+    result, judged = _supervised(run, step, supervisor, guard)
     for name, output in judged.worker_logs:
         run.log.output(f"worker {name}", output)
     reason = _failure(result, "benchmark_error")

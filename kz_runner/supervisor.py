@@ -8,8 +8,15 @@ the judge only; its other end travels to the judge over the control socket. So n
 reach the runner, the result channel or another worker, and none sees the judge's files.
 
 Workers a judge will surely ask for (`prestart`) are started with the judge, so their start
-overlaps its own. When the judge's step has ended, `finish` kills every worker's sandbox
-(orphans included: each has its own PID namespace) and only then reads the result.
+overlaps its own.
+
+Nothing a worker can observe names the implementation it runs: its uid is drawn at random,
+per task and without reuse, from the backend's range; its `src/` is a copy made at its start,
+with modes, owner and times made alike (`copy_source`), in a folder named by a random token;
+its paths, environment and channel descriptor (3) are those of every other worker.
+
+When the judge's step has ended, `finish` kills every worker's sandbox (orphans included:
+each is its own cgroup, or PID namespace) and only then reads the result.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
+import secrets
 import socket
 import threading
 from collections.abc import Mapping, Sequence
@@ -29,6 +38,7 @@ from kz_harness.channel import Channel, ChannelClosed, Op, decode_json
 from kz_harness.errors import HarnessError
 from kz_runner.backends.base import Backend, BackendUnavailable, Bind, Spawned, StepSpec
 from kz_runner.limits import StepLimits
+from kz_runner.workdir import copy_source
 
 __all__ = [
     "HARNESS_INSIDE",
@@ -43,16 +53,19 @@ log = logging.getLogger("kz.runner")
 HARNESS_INSIDE = "/kz/harness"
 WORK_INSIDE = "/kz/work"
 HOME_INSIDE = "/home/kz"
-WORKER_UID_BASE = 65000  # worker n runs as uid 65000 + n; the judge as the backend's uid
+WORKER_UID_BASE = 65000  # workers run as uids drawn from 65000 + [0, 32); the judge as the
+WORKER_UIDS = 32  # backend's own uid
 MAX_WORKERS = 8
+CHANNEL_FD = 3  # where every worker finds its channel (`Backend.spawn` puts pass_fds from 3)
 _PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 _SIGNALS = {Op.STOP: 19, Op.CONT: 18}  # SIGSTOP, SIGCONT
 
 
-def worker_environment(channel_fd: int) -> dict[str, str]:
-    """A worker's whole environment: its channel, private HOME and TMPDIR, one BLAS thread."""
+def worker_environment() -> dict[str, str]:
+    """A worker's whole environment, the same for each: its channel, private HOME and TMPDIR,
+    one BLAS thread."""
     env = {
-        "KZ_CHANNEL_FD": str(channel_fd),
+        "KZ_CHANNEL_FD": str(CHANNEL_FD),
         "HOME": HOME_INSIDE,
         "TMPDIR": "/tmp",  # noqa: S108 - the sandbox's private tmpfs
         "LANG": "C.UTF-8",
@@ -63,6 +76,14 @@ def worker_environment(channel_fd: int) -> dict[str, str]:
     }
     env.update({k: os.environ[k] for k in _PASSED_THROUGH if k in os.environ})
     return env
+
+
+def _uid_draw(backend: Backend) -> list[int]:
+    """The uids this task's workers take, in a random order (popped from the end): a sample
+    of the backend's range, so no uid is used twice in a task and none tells a start order."""
+    base = int(getattr(backend, "worker_uid_base", WORKER_UID_BASE))
+    count = int(getattr(backend, "worker_uids", WORKER_UIDS))
+    return random.SystemRandom().sample(range(base, base + count), min(count, MAX_WORKERS))
 
 
 @dataclass(slots=True)
@@ -109,6 +130,7 @@ class Supervisor:
         self._served = threading.Thread(target=self._serve, daemon=True)
         self._read = threading.Thread(target=self._read_result, daemon=True)
         self.prestart = tuple(prestart)
+        self._uids = _uid_draw(backend)
         self._served.start()
         self._read.start()
 
@@ -136,7 +158,8 @@ class Supervisor:
                 os.close(fd)
             try:
                 self._answer(op, decode_json(payload))
-            except (HarnessError, KeyError, ValueError, OSError) as exc:
+            except (HarnessError, KzError, KeyError, ValueError, OSError) as exc:
+                # KzError: a worker's cgroup that would not freeze or empty in time.
                 with contextlib.suppress(ChannelClosed):
                     self.control.send_json(Op.ERROR, {"message": str(exc)})
 
@@ -197,20 +220,21 @@ class Supervisor:
     def _start(self, implementation: str) -> int:
         """Start a worker in the backend; its number (its end of the channel in `_ends`)."""
         with self._lock:
-            if len(self.workers) >= MAX_WORKERS:
+            if len(self.workers) >= MAX_WORKERS or not self._uids:
                 raise HarnessError(f"a judge may start at most {MAX_WORKERS} workers")
             number = len(self.workers)
             self.workers.append((implementation, None))
-        scratch = self.scratch_root / f"worker-{number}"
-        src = self.scratch_root / f"worker-{number}-src"
+            uid = self._uids.pop()
+        folder = self.scratch_root / secrets.token_hex(8)
+        folder.mkdir(mode=0o755)
+        scratch, src = folder / "scratch", folder / "src"
         scratch.mkdir(mode=0o755)
-        binds = [Bind(scratch, f"{WORK_INSIDE}/scratch", writable=True)]
-        binds.append(Bind(self.harness, HARNESS_INSIDE))
-        if implementation == "calibrate":
-            src.mkdir(mode=0o755)
-            binds.append(Bind(src, f"{WORK_INSIDE}/src"))
-        else:
-            binds.append(Bind(self.implementations[implementation], f"{WORK_INSIDE}/src"))
+        copy_source(self.implementations.get(implementation), src)
+        binds = [
+            Bind(scratch, f"{WORK_INSIDE}/scratch", writable=True),
+            Bind(self.harness, HARNESS_INSIDE),
+            Bind(src, f"{WORK_INSIDE}/src"),
+        ]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             step = StepSpec(
@@ -221,14 +245,14 @@ class Supervisor:
                     "worker",
                 ),
                 workdir=scratch,
-                env=worker_environment(theirs.fileno()),
+                env=worker_environment(),
                 timeout_s=self.timeout_s,
                 limits=self.limits,
                 binds=tuple(binds),
                 tmpfs=(HOME_INSIDE,),
                 cwd=WORK_INSIDE,
                 pass_fds=(theirs.fileno(),),
-                uid=getattr(self.backend, "worker_uid_base", WORKER_UID_BASE) + number,
+                uid=uid,
                 devices=True,  # the candidate's calls run on the runner's GPUs, if any
             )
             spawned = self.backend.spawn(step)
@@ -262,6 +286,12 @@ class Supervisor:
             self.document += chunk
 
     # --- the end -------------------------------------------------------------------------
+
+    def pids(self) -> tuple[set[int], int]:
+        """Host pids of every process of the task's workers now, and how many workers."""
+        with self._lock:
+            workers = [worker for _name, worker in self.workers if worker is not None]
+        return {pid for worker in workers for pid in worker.members()}, len(workers)
 
     def finish(self) -> JudgeResult:
         """After the judge's step: kill every worker, then hand over the result."""

@@ -33,8 +33,10 @@ from kz_package import (
 __all__ = [
     "MEMORY_PACKAGE_BYTES",
     "MEMORY_TREE_BYTES",
+    "SOURCE_MTIME",
     "TARBALL",
     "baseline_path",
+    "copy_source",
     "incumbent_files",
     "judge_files",
     "lay_out",
@@ -51,6 +53,7 @@ TARBALL = "package.tar.gz"
 _BASELINE = f"{PACKAGE_DIR}/bench_result.yaml"
 _PARENT = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _DIR = _PARENT | os.O_NOFOLLOW
+SOURCE_MTIME = 946_684_800  # 2000-01-01: every worker's src/ carries this time, whoever it is
 
 
 def reads_in_memory(package_size: int | None) -> bool:
@@ -102,6 +105,34 @@ def write_incumbent(files: dict[str, bytes], folder: Path) -> Path | None:
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         (src / rel).write_bytes(data)
     return src
+
+
+def copy_source(source: Path | None, target: Path) -> None:
+    """Write `source` (None: nothing) as `target`, a read-only tree that tells nothing but its
+    content: folders 0555 and files 0444 owned by the runner, every time `SOURCE_MTIME`, so
+    the candidate's, the incumbent's and the reference's `src/` look alike to a worker that
+    stats them. Links are not copied (a package cannot hold any)."""
+    target.mkdir(mode=0o755)
+    folders = [target]
+    if source is not None:
+        for directory, dirs, files in os.walk(source):
+            here = target / Path(directory).relative_to(source)
+            for name in sorted(dirs):
+                if not (Path(directory) / name).is_symlink():
+                    (here / name).mkdir(mode=0o755)
+                    folders.append(here / name)
+            for name in sorted(files):
+                path = Path(directory) / name
+                if not path.is_symlink():
+                    (here / name).write_bytes(path.read_bytes())
+                    _settle(here / name, 0o444)
+    for folder in reversed(folders):
+        _settle(folder, 0o555)
+
+
+def _settle(path: Path, mode: int) -> None:
+    path.chmod(mode)
+    os.utime(path, (SOURCE_MTIME, SOURCE_MTIME), follow_symlinks=False)
 
 
 def baseline_path(workdir: Path, judge: dict[str, bytes]) -> Path | None:

@@ -52,10 +52,11 @@ class StepSpec:
     Its view: `workdir` writable at its own path, `readonly_paths` read-only at theirs, each
     of `binds` at its `inside` path, `tmpfs` as private writable folders, and `cwd` (inside
     path; default the work dir) as its current folder. `pass_fds` are inherited at the same
-    numbers and stay the caller's to close. `uid` overrides the backend's unprivileged uid.
-    `package` is the task's package folder, for backends that answer without running it.
-    `devices` marks a step that may use the runner's GPUs (a GPU board's build and its
-    candidate's workers; never the judge), for backends that show them per step.
+    numbers by `Backend.run`, at 3, 4, … by `Backend.spawn` (so every worker finds its channel
+    at the same number), and stay the caller's to close. `uid` overrides the backend's
+    unprivileged uid. `package` is the task's package folder, for backends that answer
+    without running it. `devices` marks a step that may use the runner's GPUs (a GPU board's
+    build and its candidate's workers; never the judge), for backends that show them per step.
     """
 
     argv: tuple[str, ...]

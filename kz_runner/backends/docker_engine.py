@@ -33,12 +33,26 @@ from kz_runner.backends.fdbridge import FdBridge
 from kz_runner.backends.process import POLL_S, OutputBuffer, why_stop
 from kz_runner.backends.procview import proc_view
 
-__all__ = ["DockerBackend", "DockerProcess"]
+__all__ = ["DockerBackend", "DockerProcess", "unconfined"]
 
 _TMPFS = "rw,nosuid,nodev,size=1g,mode=1777"
 _LOG_JOIN_S = 5.0
 _CONNECT_S = 60.0  # a worker's container starts and connects to its channel within this
 _SIGSTOP, _SIGCONT = 19, 18
+
+
+def unconfined(security_options: list[str]) -> str | None:
+    """Why containers of an engine with these `SecurityOptions` could make namespaces (None:
+    they cannot). The engine's default seccomp profile refuses `unshare`, `setns`, `clone`
+    with namespace flags and `clone3` to a container without CAP_SYS_ADMIN, and every step
+    drops all capabilities; an engine without seccomp, or with `unconfined` as its default
+    profile, would let a worker make namespaces."""
+    seccomp = [o for o in security_options if "name=seccomp" in o.split(",")]
+    if not seccomp:
+        return "seccomp is off (rebuild or configure the engine with seccomp)"
+    if any("profile=unconfined" in o.split(",") for o in seccomp):
+        return "its default seccomp profile is unconfined (drop --seccomp-profile=unconfined)"
+    return None
 
 
 def _device_requests(gpus: str | None) -> list[Any]:
@@ -91,13 +105,18 @@ class DockerBackend:
         return self._client
 
     def check_available(self) -> None:
-        """Fail with one line when the engine does not answer."""
+        """Fail with one line when the engine does not answer, or would run containers without
+        its seccomp profile (which refuses nested namespaces: see `confined`)."""
         import docker
 
         try:
             self.client.version()
+            security = self.client.info().get("SecurityOptions") or []
         except docker.errors.DockerException as exc:
             raise BackendUnavailable(f"docker engine not reachable: {exc}") from exc
+        problem = unconfined(security)
+        if problem:
+            raise BackendUnavailable(f"docker engine: {problem}")
 
     def one_shot(self) -> dict[str, bool]:
         """`one_shot=True` where the engine has it (API 1.41+): stats then answer at once
@@ -139,7 +158,7 @@ class DockerBackend:
                 Ulimit(name="core", soft=0, hard=0),
             ],
             "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
+            "security_opt": ["no-new-privileges"],  # and the engine's default seccomp profile
             "device_requests": _device_requests(self.gpus),
             "labels": {"kz.role": "task-step"},
             "detach": True,
@@ -178,12 +197,14 @@ class DockerBackend:
                 for name in files:
                     os.chown(Path(directory) / name, *owner, follow_symlinks=False)
 
-    def _bridged(self, step: StepSpec) -> tuple[StepSpec, FdBridge | None]:
-        """The step with its descriptors turned into sockets it connects to (see fdbridge)."""
+    def _bridged(self, step: StepSpec, *, from_3: bool = False) -> tuple[StepSpec, FdBridge | None]:
+        """The step with its descriptors turned into sockets it connects to (see fdbridge),
+        put at their own numbers, or at 3, 4, … (`from_3`, a worker's, as `spawn` promises)."""
         if not step.pass_fds:
             return step, None
         folder = Path(tempfile.mkdtemp(prefix="kz-fds-", dir=step.workdir.resolve().parent))
-        bridge = FdBridge(folder, step.pass_fds)
+        numbers = {fd: 3 + i for i, fd in enumerate(step.pass_fds)} if from_3 else None
+        bridge = FdBridge(folder, step.pass_fds, numbers)
         bridged = replace(
             step,
             env={**step.env, **bridge.env()},
@@ -228,7 +249,7 @@ class DockerBackend:
     def spawn(self, step: StepSpec) -> DockerProcess:
         """Start a worker's container; its channel is handed over, not relayed."""
         self._hand_over(step)
-        step, bridge = self._bridged(step)
+        step, bridge = self._bridged(step, from_3=True)
         assert bridge is not None, "a worker step inherits its channel"
         container = self.client.containers.create(self.image, **self.create_options(step))
         try:

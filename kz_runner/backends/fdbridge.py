@@ -16,7 +16,7 @@ import os
 import socket
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["FD_SOCKETS_ENV", "INSIDE", "FdBridge"]
@@ -38,13 +38,17 @@ def _is_seqpacket(fd: int) -> bool:
 
 
 class FdBridge:
-    """Listening sockets for `fds` in `folder` (which the step sees at `INSIDE`)."""
+    """Listening sockets for `fds` in `folder` (which the step sees at `INSIDE`); the step
+    puts each at its own number, or at `numbers[fd]` where given."""
 
-    def __init__(self, folder: Path, fds: Sequence[int]) -> None:
+    def __init__(
+        self, folder: Path, fds: Sequence[int], numbers: Mapping[int, int] | None = None
+    ) -> None:
         self.folder = folder
         folder.mkdir(mode=0o755, exist_ok=True)
         folder.chmod(0o755)
         self.kinds = {fd: "seqpacket" if _is_seqpacket(fd) else "stream" for fd in fds}
+        self.names = {fd: (numbers or {}).get(fd, fd) for fd in fds}
         self.listeners: dict[int, socket.socket] = {}
         # Bound through the folder's descriptor: a socket path holds at most 107 bytes, and a
         # task's folder can be deeper than that.
@@ -53,8 +57,8 @@ class FdBridge:
             for fd, kind in self.kinds.items():
                 kind_type = socket.SOCK_SEQPACKET if kind == "seqpacket" else socket.SOCK_STREAM
                 listener = socket.socket(socket.AF_UNIX, kind_type)
-                listener.bind(f"/proc/self/fd/{here}/{fd}.sock")
-                (folder / f"{fd}.sock").chmod(0o777)  # the step's uid connects
+                listener.bind(f"/proc/self/fd/{here}/{self.names[fd]}.sock")
+                (folder / f"{self.names[fd]}.sock").chmod(0o777)  # the step's uid connects
                 listener.listen(1)
                 self.listeners[fd] = listener
         finally:
@@ -63,7 +67,8 @@ class FdBridge:
         self.open: list[socket.socket] = []
 
     def env(self) -> dict[str, str]:
-        return {FD_SOCKETS_ENV: ",".join(f"{fd}:{kind}" for fd, kind in self.kinds.items())}
+        wanted = (f"{self.names[fd]}:{kind}" for fd, kind in self.kinds.items())
+        return {FD_SOCKETS_ENV: ",".join(wanted)}
 
     def accept(self, fd: int, timeout_s: float) -> socket.socket:
         """The step's connection for `fd`, handed over (not relayed). The listener closes
@@ -74,7 +79,7 @@ class FdBridge:
             conn, _ = listener.accept()
         finally:
             listener.close()
-            (self.folder / f"{fd}.sock").unlink(missing_ok=True)
+            (self.folder / f"{self.names[fd]}.sock").unlink(missing_ok=True)
         conn.settimeout(None)
         return conn
 

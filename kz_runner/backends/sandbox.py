@@ -6,6 +6,11 @@ and one writable directory, the work dir. Limits are applied by `prlimit` inside
 sandbox; when the runner is root the step also drops to an unprivileged uid with `setpriv`,
 because RLIMIT_NPROC does not bind root.
 
+Every step runs in its own cgroup (`kz_runner.backends.cgroups`; where the runner has none it
+can write, in its PID namespace only) under a seccomp filter that refuses nested namespaces
+(`kz_runner.backends.seccomp`), so nothing it starts can leave what the runner stops, counts
+and kills.
+
 With `gpus` set ("all" or device indices), the steps marked `devices` (a GPU board's build and
 its candidate's workers, never the judge) also see the NVIDIA device nodes and the driver's
 folder, and run without the address-space limit, which CUDA's mappings exceed.
@@ -13,25 +18,25 @@ folder, and run without the address-space limit, which CUDA's mappings exceed.
 
 from __future__ import annotations
 
-import contextlib
-import json
+import logging
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kz_runner.backends.base import BackendUnavailable, Cancelled, StepResult, StepSpec
-from kz_runner.backends.process import OutputBuffer, run_capped
-from kz_runner.backends.procview import proc_view
+from kz_runner.backends.cgroups import ContainmentError, Hierarchy, StepGroup, find_hierarchy
+from kz_runner.backends.process import run_capped
+from kz_runner.backends.sandbox_process import SandboxProcess, end_namespace, spawn_child
+from kz_runner.backends.seccomp import filter_fd, namespace_filter
+from kz_runner.gpuguard import GpuGuard, nvidia_smi_apps
 from kz_runner.limits import StepLimits
 
 __all__ = ["DRIVER_DIR", "SandboxBackend", "SandboxProcess", "gpu_nodes", "parse_gpus"]
+
+log = logging.getLogger("kz.runner")
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = (
@@ -53,7 +58,7 @@ _ROOT_NAMESPACES = (
     "--unshare-cgroup-try",
 )
 _CPU_GRACE_S = 5
-_REAP_WAIT_S = 5.0
+_HELPERS = 2  # bubblewrap's own processes in a step's cgroup: its monitor and the init
 _TOOLS = {"bwrap": "bubblewrap", "prlimit": "util-linux", "setpriv": "util-linux"}
 # The NVIDIA nodes every GPU process needs (when the host has them), beside /dev/nvidia<N>.
 _NVIDIA_SHARED = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps")
@@ -169,13 +174,27 @@ class SandboxBackend:
         gpus: str | None = None,
         dev_root: Path = Path("/dev"),
         driver_dir: Path = DRIVER_DIR,
+        worker_uids: int = 32,
+        cgroups: str = "auto",
+        refuse_namespaces: bool = True,
     ) -> None:
         self.bwrap = bwrap
         self.uid = sandbox_uid
         self.gid = sandbox_gid
-        # A judge's worker n runs as worker_uid_base + n. Process limits count per uid, so
-        # runners sharing a host each need their own uids (sandbox_uid and this range).
+        # A judge's workers run as uids drawn from worker_uid_base + [0, worker_uids). Process
+        # limits count per uid, so runners sharing a host each need their own uids
+        # (sandbox_uid and this range).
         self.worker_uid_base = worker_uid_base
+        self.worker_uids = worker_uids
+        try:
+            self.hierarchy: Hierarchy | None = find_hierarchy(cgroups)
+        except ContainmentError as exc:
+            raise BackendUnavailable(exc.message) from exc
+        except (OSError, ValueError) as exc:
+            raise BackendUnavailable(f"cgroups: cannot read this host's hierarchy: {exc}") from exc
+        self.disable_userns = False  # bubblewrap 0.8's --disable-userns, for a non-root runner
+        # False only for the tests that show a cgroup holds a step that made namespaces.
+        self.refuse_namespaces = refuse_namespaces
         self.python = python
         self.as_root = os.geteuid() == 0
         prefixes = {Path(sys.prefix), Path(sys.base_prefix), Path(python).resolve().parent.parent}
@@ -194,18 +213,67 @@ class SandboxBackend:
                     f"install it with apt-get install {package}"
                 )
         self._check_gpus()
-        probe = subprocess.run(
-            [self.bwrap, *self._namespaces(), *_system_mounts(), "true"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
+        if not self.as_root and self.refuse_namespaces:
+            usage = subprocess.run([self.bwrap, "--help"], capture_output=True, check=False)
+            self.disable_userns = b"--disable-userns" in usage.stdout
+        if self.refuse_namespaces:
+            namespace_filter()
+        seccomp = filter_fd() if self.refuse_namespaces else None
+        group = self._group(None)
+        try:
+            probe = subprocess.run(
+                [
+                    *(group.join_argv() if group else []), self.bwrap, *self._namespaces(),
+                    *self._seccomp_args(seccomp), *_system_mounts(), "true",
+                ],
+                capture_output=True, timeout=30, check=False,
+                pass_fds=() if seccomp is None else (seccomp,),
+            )  # fmt: skip
+        finally:
+            self._end(group)
+            if seccomp is not None:
+                os.close(seccomp)
         if probe.returncode != 0:
             detail = probe.stderr.decode(errors="replace").strip().splitlines()
             raise BackendUnavailable(
                 "bubblewrap cannot create namespaces here: "
                 f"{detail[-1] if detail else 'exit ' + str(probe.returncode)}"
             )
+        log.info("sandbox: every step is contained by %s", self.containment)
+        if self.hierarchy is not None:
+            for folder in self.hierarchy.sweep():
+                log.info("sandbox: removed %s, left empty by a runner that was killed", folder)
+        if self.hierarchy is None:
+            log.warning(
+                "sandbox: no writable cgroup hierarchy here, so containment is by PID namespace "
+                "only (steps cannot make nested namespaces); delegate a cgroup v2 subtree to "
+                "the runner, or run it as root, for containment by cgroup"
+            )
+
+    @property
+    def containment(self) -> str:
+        """How steps are held as a whole: a cgroup hierarchy, or their PID namespace."""
+        return self.hierarchy.describe() if self.hierarchy else "PID namespace only"
+
+    def _group(self, limits: StepLimits | None) -> StepGroup | None:
+        """A fresh cgroup for one step (None: containment by namespace only)."""
+        if self.hierarchy is None:
+            return None
+        tasks = None if limits is None else limits.max_pids + _HELPERS
+        try:
+            return self.hierarchy.group(max_tasks=tasks)
+        except ContainmentError as exc:
+            raise BackendUnavailable(exc.message) from exc
+
+    @staticmethod
+    def _end(group: StepGroup | None) -> None:
+        if group is not None:
+            group.kill()
+            group.remove()
+
+    @staticmethod
+    def _seccomp_args(fd: int | None) -> list[str]:
+        return [] if fd is None else ["--seccomp", str(fd)]
 
     def _check_gpus(self) -> None:
         """GPUs asked for but no NVIDIA device node to show: one line saying so."""
@@ -239,6 +307,10 @@ class SandboxBackend:
             binds += ["--ro-bind", str(self.driver_dir), str(self.driver_dir)]
         return binds
 
+    def gpu_guard(self) -> GpuGuard | None:
+        """The check that no other compute context shares the task's GPUs (None: no GPU)."""
+        return None if self.gpus is None else GpuGuard(nvidia_smi_apps(self.gpus))
+
     def device_environment(self, step: StepSpec) -> dict[str, str]:
         """What a GPU step's loader needs to find the driver's libraries."""
         if self.gpus is None or not step.devices:
@@ -250,6 +322,8 @@ class SandboxBackend:
 
     def _namespaces(self) -> list[str]:
         namespaces = list(_ROOT_NAMESPACES) if self.as_root else ["--unshare-all"]
+        if self.disable_userns:  # beside the seccomp filter: no user namespace in the sandbox
+            namespaces += ["--unshare-user", "--disable-userns"]
         return ["--die-with-parent", "--new-session", "--hostname", "kz-sandbox", *namespaces]
 
     def _identity(self, uid: int | None = None) -> tuple[list[str], list[str]]:
@@ -267,7 +341,9 @@ class SandboxBackend:
         ]
         return caps, drop
 
-    def command(self, step: StepSpec, *, info_fd: int | None = None) -> list[str]:
+    def command(
+        self, step: StepSpec, *, info_fd: int | None = None, seccomp_fd: int | None = None
+    ) -> list[str]:
         """The full bwrap command line for a step (pure: no process is started)."""
         workdir = step.workdir.resolve()
         readonly = sorted({*self.readonly_paths, *(p.resolve() for p in step.readonly_paths)})
@@ -292,6 +368,7 @@ class SandboxBackend:
             self.bwrap,
             *info,
             *self._namespaces(),
+            *self._seccomp_args(seccomp_fd),
             *caps,
             *_system_mounts(),
             *_parent_dirs([*readonly, *shown]),
@@ -315,158 +392,54 @@ class SandboxBackend:
                 os.chown(Path(directory) / name, *owner, follow_symlinks=False)
 
     def run(self, step: StepSpec, *, cancelled: Cancelled | None = None) -> StepResult:
-        """Run the step inside a fresh sandbox; return only once its namespace is empty."""
+        """Run the step inside a fresh sandbox; return only once its cgroup (or namespace)
+        is empty."""
         self._hand_over(step.workdir, step.uid)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **self.device_environment(step), **step.env}
+        group = self._group(step.limits)
         info_read, info_write = os.pipe()
+        seccomp = filter_fd() if self.refuse_namespaces else None
+        extra = () if seccomp is None else (seccomp,)
         try:
+            argv = self.command(step, info_fd=info_write, seccomp_fd=seccomp)
             return run_capped(
-                self.command(step, info_fd=info_write),
+                [*(group.join_argv() if group else []), *argv],
                 env=env,
                 cwd=step.workdir,
                 timeout_s=step.timeout_s,
                 max_output_bytes=step.limits.max_output_bytes,
                 cancelled=cancelled,
-                pass_fds=(info_write, *step.pass_fds),
-                close_after_start=(info_write,),
-                after_kill=lambda: _end_namespace(info_read),
+                pass_fds=(info_write, *extra, *step.pass_fds),
+                close_after_start=(info_write, *extra),
+                after_kill=group.kill if group else lambda: end_namespace(info_read),
             )
         finally:
             os.close(info_read)
+            self._end(group)
 
     def spawn(self, step: StepSpec) -> SandboxProcess:
-        """Start the step in a fresh sandbox and return at once; see `SandboxProcess`."""
+        """Start the step in a fresh sandbox and return at once; see `SandboxProcess`. The step
+        sees `pass_fds` at 3, 4, … (the same numbers for every worker)."""
         self._hand_over(step.workdir, step.uid)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", **self.device_environment(step), **step.env}
+        group = self._group(step.limits)
         info_read, info_write = os.pipe()
+        seccomp = filter_fd() if self.refuse_namespaces else None
+        fds = [*step.pass_fds, info_write, *([] if seccomp is None else [seccomp])]
+        numbers = {fd: 3 + i for i, fd in enumerate(fds)}
+        argv = self.command(
+            step,
+            info_fd=numbers[info_write],
+            seccomp_fd=None if seccomp is None else numbers[seccomp],
+        )
         try:
-            process = subprocess.Popen(
-                self.command(step, info_fd=info_write),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=step.workdir,
-                start_new_session=True,
-                pass_fds=(info_write, *step.pass_fds),
-            )
+            child = spawn_child([*(group.join_argv() if group else []), *argv], env, fds)
+        except BaseException:
+            os.close(info_read)
+            self._end(group)
+            raise
         finally:
             os.close(info_write)
-        return SandboxProcess(process, info_read, step.limits.max_output_bytes)
-
-
-def _sandbox_init_pid(info_read: int, wait_s: float = 0.0) -> int | None:
-    """The host pid of the sandbox's init, from the JSON bwrap writes to its info fd (it may
-    come in pieces: read until it parses, the fd ends, or `wait_s` has passed)."""
-    os.set_blocking(info_read, False)
-    data = b""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            chunk = os.read(info_read, 4096)
-        except BlockingIOError:
-            chunk = None
-        if chunk:
-            data += chunk
-            with contextlib.suppress(ValueError):
-                pid = json.loads(data).get("child-pid")
-                return pid if isinstance(pid, int) and pid > 1 else None
-            continue
-        left = deadline - time.monotonic()
-        if chunk == b"" or left <= 0:
-            return None
-        select.select([info_read], [], [], left)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X")
-
-
-def _end_namespace(info_read: int) -> None:
-    """Kill the sandbox's init (the kernel then kills its whole PID namespace) and wait."""
-    pid = _sandbox_init_pid(info_read)
-    if pid is None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + _REAP_WAIT_S
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def _pid_namespace(pid: int) -> str | None:
-    try:
-        return str(Path(f"/proc/{pid}/ns/pid").readlink())
-    except OSError:
-        return None
-
-
-class SandboxProcess:
-    """A step started with `SandboxBackend.spawn`: its sandbox's processes, seen from the host.
-
-    The sandbox has its own PID namespace, so "the step's processes" are exactly the host's
-    processes in that namespace; killing its init ends them all, orphans included.
-    """
-
-    def __init__(self, process: subprocess.Popen[bytes], info_read: int, max_output: int) -> None:
-        self.process = process
-        self.info_read = info_read
-        self.init = _sandbox_init_pid(info_read, wait_s=10.0)
-        self.namespace = _pid_namespace(self.init) if self.init else None
-        self.buffer = OutputBuffer(max_output)
-        self.reader = threading.Thread(target=self._pump, daemon=True)
-        self.reader.start()
-
-    def _pump(self) -> None:
-        stdout = self.process.stdout
-        assert stdout is not None
-        fd = stdout.fileno()
-        for chunk in iter(lambda: os.read(fd, 1 << 16), b""):
-            if not self.buffer.add(chunk):
-                self.kill()
-                return
-
-    def members(self) -> list[int]:
-        if self.namespace is None:
-            return []
-        found = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) == self.init:
-                continue
-            if _pid_namespace(int(entry.name)) == self.namespace:
-                found.append(int(entry.name))
-        return found
-
-    def inspect(self) -> dict[str, int]:
-        """Processes, threads and CPU time of the step, read from the host's /proc."""
-        return proc_view(sorted(self.members()))
-
-    def signal(self, signum: int) -> None:
-        for pid in self.members():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
-
-    def kill(self) -> None:
-        if self.init is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.init, signal.SIGKILL)
-            deadline = time.monotonic() + _REAP_WAIT_S
-            while not _gone(self.init) and time.monotonic() < deadline:
-                time.sleep(0.005)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def output(self) -> bytes:
-        self.kill()
-        if threading.current_thread() is not self.reader:
-            self.reader.join(5.0)
-        with contextlib.suppress(OSError):
-            os.close(self.info_read)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        return self.buffer.finish(None)
+            if seccomp is not None:
+                os.close(seccomp)
+        return SandboxProcess(child, info_read, step.limits.max_output_bytes, group)

@@ -35,6 +35,7 @@ class FakeEngine:
         self.hang = False
         self.killed = threading.Event()
         self.removed = False
+        self.security = ["name=seccomp,profile=builtin", "name=cgroupns"]
 
 
 def _frame(payload: bytes) -> bytes:
@@ -69,6 +70,8 @@ def make_handler(engine: FakeEngine) -> type[BaseHTTPRequestHandler]:
             done = not engine.hang or engine.killed.is_set()
             if path == "version":
                 self._json(200, {"ApiVersion": "1.43", "Version": "24.0.0"})
+            elif path == "info":
+                self._json(200, {"SecurityOptions": engine.security})
             elif path == "containers/create":
                 engine.created = json.loads(body)
                 self._json(201, {"Id": "c0ffee", "Warnings": []})
@@ -226,6 +229,30 @@ def test_availability_is_checked_against_the_engine(engine: tuple[FakeEngine, An
         DockerBackend(image="i", base_url="tcp://127.0.0.1:1").check_available()
 
 
+@pytest.mark.parametrize(
+    ("security", "problem"),
+    [
+        (["name=seccomp,profile=builtin"], None),
+        (["name=apparmor", "name=seccomp,profile=default", "name=cgroupns"], None),
+        (["name=seccomp,profile=unconfined"], "unconfined"),
+        (["name=apparmor"], "seccomp is off"),
+        ([], "seccomp is off"),
+    ],
+)
+def test_an_engine_that_would_let_containers_make_namespaces_is_refused(
+    engine: tuple[FakeEngine, Any], security: list[str], problem: str | None
+) -> None:
+    """Without the engine's seccomp profile a worker could unshare: refused at start, naming
+    why."""
+    fake, client = engine
+    fake.security = security
+    if problem is None:
+        DockerBackend(image="i", client=client).check_available()
+        return
+    with pytest.raises(BackendUnavailable, match=problem):
+        DockerBackend(image="i", client=client).check_available()
+
+
 def _connect_as_the_container(engine: FakeEngine, fd: int, kind: int) -> socket.socket:
     """What kz_harness.launch does inside the container: connect to /kz/fds/<fd>.sock."""
     deadline = time.monotonic() + 5
@@ -255,7 +282,7 @@ def test_a_worker_container_is_apart_and_its_channel_handed_over(
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     step = StepSpec(
         argv=("python3", "-I", "/kz/harness/kz_harness/launch.py", "worker"),
-        workdir=scratch, env={"KZ_CHANNEL_FD": str(theirs.fileno())}, timeout_s=10,
+        workdir=scratch, env={"KZ_CHANNEL_FD": "3"}, timeout_s=10,
         binds=(Bind(scratch, "/kz/work/scratch", writable=True), Bind(src, "/kz/work/src")),
         tmpfs=("/home/kz",), cwd="/kz/work", pass_fds=(theirs.fileno(),), uid=65001,
     )  # fmt: skip
@@ -263,7 +290,7 @@ def test_a_worker_container_is_apart_and_its_channel_handed_over(
     box: list[socket.socket] = []
     connector = threading.Thread(
         target=lambda: box.append(
-            _connect_as_the_container(fake, theirs.fileno(), socket.SOCK_SEQPACKET)
+            _connect_as_the_container(fake, 3, socket.SOCK_SEQPACKET)  # spawn: from 3 up
         )
     )
     connector.start()
@@ -278,7 +305,7 @@ def test_a_worker_container_is_apart_and_its_channel_handed_over(
         and f"{scratch}:/kz/work/scratch:rw" in host["Binds"]
     )
     assert not any("/kz/judge" in bind for bind in host["Binds"]) and "/home/kz" in host["Tmpfs"]
-    assert made["Env"].count(f"KZ_FD_SOCKETS={theirs.fileno()}:seqpacket") == 1
+    assert made["Env"].count("KZ_FD_SOCKETS=3:seqpacket") == 1
     box[0].send(b"ping")  # the container's end reaches the handed-over channel directly
     assert worker.channel.recv(16) == b"ping"
     worker.signal(19)
