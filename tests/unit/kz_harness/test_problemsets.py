@@ -48,10 +48,12 @@ def _draw(bench: Benchmark, seed: int, workload: int = 0) -> tuple[Any, ...]:
      ("flashinfer", "rmsnorm_h4096")],
 )  # fmt: skip
 def test_inputs_come_from_the_secret_seed(fmt: str, problem_id: str) -> None:
-    """The same secret seed draws the same inputs, another seed others: nothing fixed."""
+    """The same secret seed draws the same inputs, another seed others: nothing fixed. (GPU
+    MODE's output buffer is `torch.empty`, as the set makes it: whatever memory held.)"""
     bench = _benchmark(fmt, problem_id)
     first, again, other = _draw(bench, 1), _draw(bench, 1), _draw(bench, 2)
-    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    drawn = slice(0, 2) if fmt == "gpumode" else slice(None)
+    assert all(np.array_equal(a, b) for a, b in zip(first[drawn], again[drawn], strict=True))
     assert not np.array_equal(first[0], other[0])
     assert all(type(a) is np.ndarray and a.flags.c_contiguous for a in first)
 
