@@ -21,7 +21,9 @@ $(STAMP): pyproject.toml
 	@bash scripts/system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# The CPU build of torch, pinned: an open range would pull a CUDA build of several GB.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev,torch]'
 	@touch $@
 
 setup: $(STAMP)

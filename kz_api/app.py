@@ -35,6 +35,7 @@ from kz_api.controllers import (
 )
 from kz_api.controllers.boards import BoardsController
 from kz_api.controllers.commits import CommitsController
+from kz_api.controllers.exports import ExportController
 from kz_api.controllers.runner import RunnersController
 from kz_api.docs_page import OfflineDocsPlugin
 from kz_api.errors import error_response
@@ -191,6 +192,7 @@ def create_app(
         RunnerController,
         EditsController,
         EventsController,
+        ExportController,
     ]
     mcp_route, mcp_lifespan = mcp_mount(settings)
     route_handlers.append(mcp_route)

@@ -25,6 +25,11 @@ from kz_api.http_server import server_config
 from kz_cli import aio
 from kz_cli.contract import document
 from kz_cli.demo import EXAMPLES, submit_demo
+from kz_cli.demo_problems import (
+    import_problem_sets,
+    submit_problem_candidates,
+    torch_available,
+)
 from kz_cli.local import API_URL_FILE, URL_FILE, forget_local_url, remember_local_url
 from kz_events.config import Settings, check_exposure, load_settings
 from kz_events.eventlog import EventLog, LogOptions
@@ -233,3 +238,18 @@ async def _demo(elog: EventLog, base_url: str) -> None:
         log.warning("demo: submitting the variants failed (%s); the stack runs on", exc)
         return
     log.info("demo: submitted %d variants", len(ids))
+    await _demo_problem_sets(elog, base_url)
+
+
+async def _demo_problem_sets(elog: EventLog, base_url: str) -> None:
+    """Boards imported from the example problem sets, judged on this CPU (where torch is)."""
+    if not torch_available():
+        log.info("demo: torch is not installed, so the imported problem sets are left out")
+        return
+    boards = await import_problem_sets(elog, clock=lambda: datetime.now(UTC))
+    try:
+        ids = await asyncio.to_thread(submit_problem_candidates, base_url, boards)
+    except (OSError, httpx.HTTPError) as exc:
+        log.warning("demo: submitting to the imported boards failed (%s)", exc)
+        return
+    log.info("demo: imported %d problem-set boards, submitted %d candidates", len(boards), len(ids))

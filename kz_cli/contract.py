@@ -210,7 +210,7 @@ def emit_error(args: argparse.Namespace | None, error: CliError) -> None:
 
 def _command_of(args: argparse.Namespace) -> str:
     name = str(getattr(args, "command", "") or "")
-    for sub in ("events_command", "agents_command"):
+    for sub in ("events_command", "agents_command", "problems_command"):
         if getattr(args, sub, None):
             name += f" {getattr(args, sub)}"
     return name

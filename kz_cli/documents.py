@@ -26,11 +26,13 @@ __all__ = [
     "BoardsDoc",
     "ErrorBody",
     "ErrorDoc",
+    "ExportDoc",
     "FileDoc",
     "KernelDoc",
     "KernelsDoc",
     "LeaseDoc",
     "LogDoc",
+    "ProblemsImportDoc",
     "RankingDoc",
     "StarterDoc",
     "StatusDoc",
@@ -190,6 +192,31 @@ class ImportDoc(_Doc, kw_only=True):
     imported: list[dict[str, Any]]
 
 
+class ProblemsImportDoc(_Doc, kw_only=True):
+    """What `kz problems import` made: each problem's board (`state` imported, unchanged or
+    written with --out), and the problems it skipped with the reason and where."""
+
+    format: str
+    path: str
+    arch: str
+    boards: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    counts: dict[str, int]
+
+
+class ExportDoc(_Doc, kw_only=True):
+    """What `kz export` wrote: the Trace lines' file, the data set's folder beside it, and how
+    many traces, solutions and definitions."""
+
+    format: str
+    out: str
+    folder: str
+    board: str | None
+    traces: int
+    solutions: int
+    definitions: int
+
+
 class AgentsInitDoc(_Doc, kw_only=True):
     flavour: str
     written: list[str]
@@ -212,6 +239,8 @@ COMMAND_DOCUMENTS: dict[str, type[_Doc]] = {
     "audit": AuditDoc,
     "import": ImportDoc,
     "agents init": AgentsInitDoc,
+    "problems import": ProblemsImportDoc,
+    "export": ExportDoc,
     "up": ServiceDoc,
     "server": ServiceDoc,
     "api": ServiceDoc,

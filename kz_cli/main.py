@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "kz_cli.cmd_boards",
     "kz_cli.cmd_mcp",
     "kz_cli.cmd_agents",
+    "kz_cli.cmd_problems",
 )
 
 

@@ -353,6 +353,9 @@ class Benchmark:
         timing: Timing | None = None,
         device: str = "cpu",
         device_dtype: str | None = None,
+        framework: str | None = None,
+        convention: str = "function",
+        init: Mapping[str, Any] | None = None,
     ) -> None:
         module, _, function = entry.partition(":")
         if not module or not function:
@@ -377,6 +380,17 @@ class Benchmark:
         self.device = device
         self.device_dtype = device_dtype
         self.time_unit = self.metric["unit"] if self.metric["unit"] in UNITS else "us"
+        # A problem set's board (kz_harness.frameworks): what every worker is told at LOAD, the
+        # trusted no-op's included, so each loads the same framework the same way.
+        self.load_fields: dict[str, Any] = {}
+        if framework is not None:
+            if framework != "torch":
+                raise HarnessError(f"framework must be torch or None, got {framework!r}")
+            self.load_fields = {
+                "framework": framework,
+                "convention": convention,
+                "init": dict(init or {}),
+            }
 
     # --- the run ------------------------------------------------------------------------
 
@@ -409,7 +423,12 @@ class Benchmark:
         inputs_rng, pick_rng = np.random.default_rng(streams[0]), np.random.default_rng(streams[1])
         flags = _Flags()
         calibration = control.spawn("calibrate")
-        where = {"cpu": cpu, "device": self.device, "device_dtype": self.device_dtype}
+        where = {
+            "cpu": cpu,
+            "device": self.device,
+            "device_dtype": self.device_dtype,
+            **self.load_fields,
+        }
         candidate = control.spawn("candidate")
         available = os.environ.get(IMPLEMENTATIONS_ENV, "candidate").split(",")
         rivals = {name: control.spawn(name) for name in RIVALS if name in available}
@@ -641,12 +660,16 @@ def _numpy() -> Any:
 
 
 def _environment(np: Any, device: str = "cpu") -> dict[str, str]:
-    return {
+    found = {
         "device": device,
         "machine": platform.machine(),
         "python": platform.python_version(),
         "numpy": np.__version__,
     }
+    torch = sys.modules.get("torch")  # a torch board's judge loaded it
+    if torch is not None:
+        found["torch"] = str(getattr(torch, "__version__", "?"))
+    return found
 
 
 class _Only:

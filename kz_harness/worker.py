@@ -195,6 +195,15 @@ class _Worker:
         entry = str(document["entry"])
         if document.get("device") == "cuda":
             self.device = Device(importlib.import_module("torch"), document.get("device_dtype"))
+        if document.get("framework") is not None:  # a problem set's convention on torch
+            from kz_harness.frameworks import load_candidate, prime
+
+            if entry == CALIBRATE:
+                prime(document)
+                self.calibrate = True
+            else:
+                self.fn = load_candidate(document, on_device=self.device is not None)
+            return
         if entry == CALIBRATE:
             self.calibrate = True
             return

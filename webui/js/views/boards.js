@@ -1,10 +1,12 @@
 // Leaderboards: the overview of every board (#/) and one full board (#/board/a/o/s/q),
 // with filters, search, sortable columns, paging, live updates and time travel.
 
+import { api } from '../api.js';
 import { empty, failure, fill, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
 import { indexAt, indexStore } from '../live.js';
 import { describeMetric, formatNumber, formatTimestamp, shortId } from '../lib/format.js';
 import { facets, filterBoards, kernelChanged, pageOf, sortEntries } from '../lib/model.js';
+import { problemFacts } from '../lib/problem.js';
 import { formatHash, links } from '../lib/route.js';
 import { unreviewedBadge } from './review.js';
 import { boardScale, boardTable } from './table.js';
@@ -134,6 +136,7 @@ export function createBoardsView(ctx) {
     );
   }
 
+  const problems = new Map(); // reference kernel → its problemFacts (null: not imported)
   const sortOf = () => ({ key: route.query.sort || 'rank', dir: route.query.dir === 'desc' ? 'desc' : 'asc' });
   const onSort = (key, dir) => set({ sort: key === 'rank' && dir === 'asc' ? '' : key, dir: dir === 'asc' ? '' : dir }, true);
 
@@ -173,9 +176,26 @@ export function createBoardsView(ctx) {
     const entries = sortEntries(board.entries, sortOf().key, sortOf().dir);
     const p = pageOf(entries, route.query.page, ROWS_PER_PAGE);
     return [
-      h('section', { class: `card${board.reviewed === false ? ' unreviewed-board' : ''}`, 'data-board': board.key, 'data-reviewed': String(board.reviewed !== false) }, boardHeading(board, false), boardTable(board, p.items, { sort: sortOf(), onSort, now: ctx.now(), changed, caption: board.key })),
+      h('section', { class: `card${board.reviewed === false ? ' unreviewed-board' : ''}`, 'data-board': board.key, 'data-reviewed': String(board.reviewed !== false) }, boardHeading(board, false), problemNote(board), boardTable(board, p.items, { sort: sortOf(), onSort, now: ctx.now(), changed, caption: board.key })),
       pager(p, (page) => set({ page }), 'kernels'),
     ];
+  }
+
+  /** An imported board's set and licence conditions, read from its reference's desc.yaml. */
+  function problemNote(board) {
+    if (!board.referenceId) return null;
+    const slot = h('div', { class: 'problem-note' });
+    const known = problems.get(board.referenceId);
+    const show = (facts) => facts && fill(slot, h('p', { class: `muted${facts.conditions ? ' licence-conditions' : ''}`, role: 'note' }, `Imported from ${facts.set} (${facts.facts.find(([k]) => k === 'problem')?.[1] ?? ''}). `, facts.conditions ? [h('strong', {}, 'Licence with conditions: '), facts.conditions] : facts.licence ? `Licence: ${facts.licence}.` : null));
+    if (known !== undefined) show(known);
+    else {
+      api.kernel(board.referenceId).then((detail) => {
+        const facts = problemFacts(detail?.desc);
+        problems.set(board.referenceId, facts);
+        show(facts);
+      }, () => problems.set(board.referenceId, null));
+    }
+    return slot;
   }
 
   function renderBody() {

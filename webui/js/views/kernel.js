@@ -7,6 +7,7 @@ import { indexStore } from '../live.js';
 import { chooseScale, describeMetric, formatBytes, formatNumber, formatRelative, formatScaled, formatScore, formatSpread, shortId } from '../lib/format.js';
 import { withIntervals } from '../lib/chart.js';
 import { knownResults, locateKernel, samplesOf, scoreboardEntry, workloadParams } from '../lib/model.js';
+import { problemFacts } from '../lib/problem.js';
 import { links } from '../lib/route.js';
 import { standingNote } from '../lib/status.js';
 import { STATUS } from '../lib/vocab.js';
@@ -26,6 +27,19 @@ function dl(obj) {
   const entries = Object.entries(obj ?? {}).filter(([, v]) => v !== null && v !== undefined && v !== '');
   if (entries.length === 0) return h('p', { class: 'muted' }, 'Not reported.');
   return h('dl', { class: 'kv' }, entries.map(([k, v]) => [h('dt', {}, k), h('dd', {}, typeof v === 'object' ? JSON.stringify(v) : String(v))]));
+}
+
+/** Where an imported board's problem came from, and its licence's conditions on use. */
+function problemSection(desc) {
+  const problem = problemFacts(desc);
+  if (!problem) return null;
+  return h(
+    'section',
+    { class: 'card problem-set', 'aria-label': 'imported problem' },
+    h('h2', {}, `Imported from ${problem.set}`),
+    problem.conditions ? h('p', { class: 'licence-conditions', role: 'note' }, h('strong', {}, 'Licence with conditions: '), problem.conditions) : null,
+    h('dl', { class: 'kv' }, problem.facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))])),
+  );
 }
 
 function workloadsTable(desc, score, current, scale) {
@@ -259,6 +273,7 @@ export function createKernelView() {
       detail.source === 'submission' ? h('p', { class: 'state pending-kernel' }, h('strong', {}, 'Not on main yet. '), `No submission for ${id} has been accepted; what is shown comes from its latest submission's package and its attempts.`) : null,
       stats(metric, best, current, scoreboard, located, scale, now, known, subs),
       desc.description ? h('section', { class: 'card prose' }, h('h2', {}, 'Description'), h('p', { class: 'description' }, desc.description)) : null,
+      problemSection(desc),
       section(`Accepted results over time (${points.length})`, points.length ? historyChart(points, { metric, scale, onPick: (p) => p.submission_id && (location.hash = links.submission(p.submission_id)) }) : empty('No accepted result yet.', 'The chart fills in as results are accepted.')),
       section('Workloads', workloadsTable(desc, best, current, scale)),
       h('div', { class: 'two' }, section('Correctness', correctness(scoreboard.correctness ?? best?.correctness)), section('Environment', dl(scoreboard.environment ?? best?.environment))),
