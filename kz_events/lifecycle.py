@@ -38,7 +38,6 @@ from kz_events.events import (
     TripwireHit,
     UnknownEvent,
 )
-from kz_events.provenance import Provenance
 from kz_events.kernel_lease import (
     ClaimKernel,
     KernelLease,
@@ -48,6 +47,7 @@ from kz_events.kernel_lease import (
     fold_lease,
     held_by_another,
 )
+from kz_events.provenance import Provenance
 from kz_events.result import ResultDocument, result_flags
 from kz_events.ruling import FAILURE_OUTCOMES, Facts, MetricSpec, Ruling, Verdict, rule
 
