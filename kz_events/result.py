@@ -28,21 +28,24 @@ __all__ = [
     "Check",
     "Comparison",
     "Correctness",
+    "Failure",
     "Flag",
     "Floor",
     "Metric",
     "ResultDocument",
+    "Rival",
     "Score",
     "Speedup",
     "Stats",
     "Timing",
+    "Validity",
     "WorkloadResult",
     "decode_result",
     "result_flags",
     "stored_result",
 ]
 
-RESULT_SCHEMA_VERSION = 2  # what kz_harness writes; 1 still decodes
+RESULT_SCHEMA_VERSION = 3  # what kz_harness writes; 1 and 2 still decode
 T = TypeVar("T")
 Better = Literal["lower", "higher"]
 
@@ -178,11 +181,15 @@ class Ceilings(_Part, frozen=True, kw_only=True):
 
 class WorkloadResult(_Part, frozen=True, kw_only=True):
     """One workload: its headline value, the candidate's statistics and, side by side, each
-    rival's statistics and the speed-up over it."""
+    rival's statistics and the speed-up over it. Version 3 adds `resolution` (what a call that
+    does nothing measures as by the same method, in the stats' unit) and `batch` (the calls
+    per timed window); `channel_overhead` is then one round trip, for information."""
 
     name: str
     value: float | None = None
     stats: Stats | None = None
+    resolution: float | None = None
+    batch: int | None = None
     channel_overhead: float | None = None
     incumbent: Stats | None = None
     speedup: Speedup | None = None
@@ -217,14 +224,51 @@ class Flag(_Part, frozen=True, kw_only=True):
 
 
 class Timing(_Part, frozen=True, kw_only=True):
-    """How the judge timed the calls."""
+    """How the judge timed the calls: per workload, the resolution (in `resolution_unit`) and
+    the calls per window (version 3), and the channel's round trip in ns."""
 
-    method: str | None = None  # judge_clock, cuda_events_bounded
+    method: str | None = None  # batched_window, cuda_events_bounded; judge_clock before v3
     clock: str | None = None
     cpu: int | None = None
+    resolution: dict[str, float] = msgspec.field(default_factory=dict)
+    resolution_unit: str | None = None
+    batch: dict[str, int] = msgspec.field(default_factory=dict)
     channel_overhead: dict[str, float] = msgspec.field(default_factory=dict)
     channel_overhead_unit: str | None = None
     worker_cpu: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+
+
+class Rival(_Part, frozen=True, kw_only=True):
+    """What became of a rival the runner offered: `measured`, `voided` (its comparison dropped
+    for the task; `code` says why: load_failed, call_failed, wrong_output, inputs_changed,
+    work_left_running, ...) or `absent` (the task ended before it was measured)."""
+
+    status: str
+    code: str | None = None
+    reason: str | None = None
+
+    @property
+    def voided(self) -> bool:
+        return self.status == "voided"
+
+
+class Failure(_Part, frozen=True, kw_only=True):
+    """The candidate's own failure: the step (`load`, `call`, `output`, `inputs`) and its error
+    as `ExcType: message`; the headline value is then null."""
+
+    who: str
+    stage: str
+    error: str
+
+
+class Validity(_Part, frozen=True, kw_only=True):
+    """The judge's own reading of the validity gate (informational; the platform re-derives
+    it with `kz_harness.validity`)."""
+
+    measured: bool | None = None
+    settled: bool | None = None
+    spread: float | None = None
+    reason: str | None = None
 
 
 class Comparison(_Part, frozen=True, kw_only=True):
@@ -260,7 +304,7 @@ class Score(_Part, frozen=True, kw_only=True):
 
 
 class ResultDocument(_Part, frozen=True, kw_only=True):
-    """The judge's result document (CONTRACTS.md, version 1 or 2), typed.
+    """The judge's result document (CONTRACTS.md, version 1, 2 or 3), typed.
 
     Fields absent from a document read as None or empty; `accepted` and `reason` are the
     document's own word (the referee's verdict is the event's).
@@ -278,6 +322,9 @@ class ResultDocument(_Part, frozen=True, kw_only=True):
     comparison: Comparison | None = None
     score: Score | None = None
     ceilings: Ceilings | None = None
+    rivals: dict[str, Rival] = msgspec.field(default_factory=dict)
+    failure: Failure | None = None
+    validity: Validity | None = None
 
     @classmethod
     def of(cls, data: ResultDocument | Mapping[str, Any] | bytes | str) -> ResultDocument:
