@@ -36,7 +36,7 @@ from kz_harness.link import CandidateFailed, Control, Link
 from kz_harness.rivals import RivalBook, void_code
 from kz_harness.sidebyside import decisive, speedup_interval
 from kz_harness.slots import Draw, SlotSet
-from kz_harness.stats import Stats
+from kz_harness.stats import Stats, percentile
 from kz_harness.validity import validity
 
 if TYPE_CHECKING:
@@ -59,8 +59,11 @@ _PROBE_CALLS = 4
 _PROBE_WINDOWS = 3
 _CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted in ticks
 _CPU_RATIO = 1.05
-# A median under this many resolutions is hardly slower than a call that does nothing.
+# Calls under this many times a no-op's are hardly slower than a call that does nothing. Both
+# are taken at their fastest windows' tenth percentile: a busy host lengthens the no-op's
+# short windows far more, in proportion, than a kernel's, and would flag honest kernels.
 _FLOOR_RESOLUTIONS = 3.0
+_FLOOR_QUANTILE = 0.1
 # A look after each round only decides whether to sample on: a coarser bootstrap will do (the
 # verdict's interval, the judge's and the referee's, takes the full RESAMPLES).
 _LOOK_RESAMPLES = 500
@@ -409,14 +412,14 @@ class WorkloadRun:
         for impl in self._rivals():
             self._check_rival(impl)
         stats = self._stats(candidate.values)
-        if not candidate.device and statistics.median(candidate.values) < (
-            _FLOOR_RESOLUTIONS * resolution
-        ):
+        fastest = percentile(sorted(candidate.values), _FLOOR_QUANTILE)
+        noop_fastest = percentile(sorted(noop.values), _FLOOR_QUANTILE)
+        if not candidate.device and fastest < _FLOOR_RESOLUTIONS * noop_fastest:
             self.task.flags.add(
                 "below_channel_floor",
                 f"{self.workload.name}: calls took hardly longer than the trusted no-op's "
-                f"{resolution / 1e3:.2f} us: no work was measured, or the work is smaller than "
-                "the harness can time",
+                f"{noop_fastest / 1e3:.2f} us (their fastest windows): no work was measured, "
+                "or the work is smaller than the harness can time",
             )
         beside = {}
         for impl in self._rivals():
