@@ -40,12 +40,13 @@ from kz_harness.ceilings import Ceilings
 from kz_harness.channel import Channel, Op, make_slots
 from kz_harness.errors import HarnessError, HarnessUnavailable
 from kz_harness.link import CandidateFailed, Control, Link
-from kz_harness.measure import Flags, Measured, Task, WorkloadRun, check_alone
+from kz_harness.measure import WorkloadRun
 from kz_harness.report import judge_document
 from kz_harness.result import RESULT_FD_ENV
 from kz_harness.rivals import RivalBook
 from kz_harness.slots import Draw, SlotSet
 from kz_harness.stats import UNITS
+from kz_harness.task import Flags, Measured, Task, check_alone
 from kz_harness.worker import CALIBRATE
 
 __all__ = [

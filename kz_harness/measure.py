@@ -13,11 +13,10 @@ the figures are not settled yet.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,101 +31,28 @@ from kz_harness.batch import (
 from kz_harness.channel import Op, make_slots, slot_bytes
 from kz_harness.checks import Check, compare
 from kz_harness.errors import HarnessError
-from kz_harness.link import CandidateFailed, Control, Link
-from kz_harness.rivals import RivalBook, void_code
-from kz_harness.sidebyside import decisive, speedup_interval
+from kz_harness.link import CandidateFailed, Link
+from kz_harness.rivals import void_code
 from kz_harness.slots import Draw, SlotSet
 from kz_harness.stats import Stats, percentile
-from kz_harness.validity import validity
+from kz_harness.stoprule import settled, unsettled
+from kz_harness.task import Beside, Measured, Task, check_alone, cpu_account, summarised
 
 if TYPE_CHECKING:
     from kz_harness.judge import Benchmark
 
-__all__ = [
-    "MAX_BATCH",
-    "Beside",
-    "Flags",
-    "Measured",
-    "Task",
-    "WorkloadRun",
-    "check_alone",
-    "summarised",
-]
+__all__ = ["MAX_BATCH", "WorkloadRun"]
 
 _T = TypeVar("_T")
 MAX_BATCH = 1024  # calls per window at most, whatever the memory budget allows
 _PROBE_CALLS = 4
 _PROBE_WINDOWS = 3
-_CPU_SLACK_NS = 25_000_000  # two 10 ms clock ticks, where CPU time is counted in ticks
-_CPU_RATIO = 1.05
 # Calls under this many times a no-op's are hardly slower than a call that does nothing. Both
 # are taken at their fastest windows' tenth percentile: a busy host lengthens the no-op's
 # short windows far more, in proportion, than a kernel's, and would flag honest kernels.
 _FLOOR_RESOLUTIONS = 3.0
 _FLOOR_QUANTILE = 0.1
-# A look after each round only decides whether to sample on: a coarser bootstrap will do (the
-# verdict's interval, the judge's and the referee's, takes the full RESAMPLES).
-_LOOK_RESAMPLES = 500
 _BROKEN_KEPT = 3  # failed cheap checks kept per workload (one fails the check already)
-
-
-@dataclass(slots=True)
-class Flags:
-    """What the judge saw of the candidate that asks a maintainer for a look."""
-
-    items: dict[str, str] = field(default_factory=dict)
-
-    def add(self, code: str, message: str) -> None:
-        self.items.setdefault(code, message)
-
-    def to_list(self) -> list[dict[str, str]]:
-        return [{"code": code, "message": message} for code, message in self.items.items()]
-
-
-@dataclass(slots=True)
-class Task:
-    """What every workload of one judge task shares: the workers, the secret streams, the
-    candidate's flags and the rivals' fates."""
-
-    np: Any
-    control: Control
-    calibration: Link
-    candidate: Link
-    rivals: dict[str, Link]  # the live ones; a voided rival is removed (and killed)
-    book: RivalBook
-    flags: Flags
-    inputs_rng: Any
-    pick_rng: Any
-    baseline: Mapping[str, int]
-    confirming: bool = False
-
-    def void(self, name: str, code: str, reason: str) -> None:
-        """Void rival `name`: its comparison is dropped for the task, its worker killed."""
-        self.book.void(name, code, reason)
-        link = self.rivals.pop(name, None)
-        if link is not None:
-            with contextlib.suppress(HarnessError):  # gone already: nothing of it is read again
-                self.control.kill(link)
-
-
-@dataclass(frozen=True, slots=True)
-class Beside:
-    """A rival measured beside the candidate: its figures, and one log-ratio (candidate over
-    rival) per round."""
-
-    stats: Stats
-    log_ratios: list[float]
-
-
-@dataclass(slots=True)
-class Measured:
-    stats: Stats
-    resolution_ns: float
-    batch: int
-    round_trip_ns: float
-    checks: list[Check]
-    cpu: dict[str, int]
-    beside: dict[str, Beside] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -150,27 +76,6 @@ class _Impl:
     device: list[tuple[int, list[int]]] = field(default_factory=list)
     windows_ns: int = 0  # every window's wall time since the CPU account began
     before: dict[str, Any] = field(default_factory=dict)
-
-
-def check_alone(
-    control: Control, link: Link, baseline: Mapping[str, int], when: str
-) -> list[tuple[str, str]]:
-    """What the runner sees of a worker beyond what the trusted calibration worker, loaded
-    the same way, has: one process, its serving thread and the threads the device's runtime
-    starts (CUDA's, on a GPU). (code, message) per excess."""
-    seen = control.inspect(link)
-    found = []
-    if seen["processes"] > 1:
-        found.append(("extra_processes", f"the worker had {seen['processes']} processes {when}"))
-    allowed = max(int(baseline["threads"]), 1) + seen["processes"] - 1
-    if seen["threads"] > allowed:
-        found.append(
-            (
-                "extra_threads",
-                f"the worker had {seen['threads']} threads {when}, the trusted one {allowed}",
-            )
-        )
-    return found
 
 
 class WorkloadRun:
@@ -276,11 +181,12 @@ class WorkloadRun:
             self._round(record=True)
             if rounds < least:
                 continue
-            if self._rivals() and self._settled():
+            live = {impl.name: self.log_ratios[impl.name] for impl in self._rivals()}
+            if live and settled(live, self.bench.margin, confirming=self.task.confirming):
                 self._stop = "decided"
                 break
             if time.perf_counter() >= deadline:
-                if not extended and self._unsettled():
+                if not extended and self._unsettled():  # the gate: measured, not settled
                     deadline += 2 * budget
                     extended = True
                     continue
@@ -401,7 +307,10 @@ class WorkloadRun:
         self._alone("after the timed calls")
         cpu = {}
         for impl in self._untrusted():
-            account = self._account(impl)
+            after = self.task.control.inspect(impl.link)
+            account, faults = cpu_account(impl.before, after, impl.windows_ns)
+            for code, message in faults:
+                self._fault(impl, code, message)
             if impl.name == "candidate":
                 cpu = account
         noop = self.impls["calibrate"]
@@ -433,30 +342,6 @@ class WorkloadRun:
                 self.task.control, impl.link, self.task.baseline, when
             ):
                 self._fault(impl, code, message)
-
-    def _account(self, impl: _Impl) -> dict[str, int]:
-        """Flag CPU time the worker spent outside its windows, or in anything but its serving
-        thread (another thread or process doing the work)."""
-        after = self.task.control.inspect(impl.link)
-        before = impl.before
-        main = max(after["main_cpu_ns"] - before["main_cpu_ns"], 0)
-        other = max(after["cpu_ns"] - before["cpu_ns"] - main, 0)  # ticks can disagree by one
-        windows = impl.windows_ns
-        if main > windows * _CPU_RATIO + _CPU_SLACK_NS:
-            self._fault(
-                impl,
-                "work_outside_window",
-                f"the worker's serving thread used {main / 1e6:.1f} ms of CPU in calls that "
-                f"took {windows / 1e6:.1f} ms",
-            )
-        if other > _CPU_SLACK_NS:
-            self._fault(
-                impl,
-                "background_work",
-                f"other threads or processes of the worker used {other / 1e6:.1f} ms of CPU "
-                "while it was timed",
-            )
-        return {"main_cpu_ns": main, "other_cpu_ns": other, "windows_ns": windows}
 
     def _bounds(self, noop: _Impl) -> None:
         """On a GPU: the judge's windows bound the device times every worker reports."""
@@ -491,54 +376,12 @@ class WorkloadRun:
 
     # --- helpers ---------------------------------------------------------------------
 
-    def _settled(self) -> bool:
-        """Whether sampling can stop: at once when the interval against the incumbent falls
-        short of the margin (a result not faster goes on no board); when it clears the
-        margin, once it is also narrower than the margin, since a faster result's speed-up is
-        a figure the board and the commit show and must come out the same in another task;
-        and once the interval against the reference, whose speed-up is the board's score, is
-        narrower than the margin. A confirmation run measures as the run it confirms did, its
-        incumbent being main's copy of the same source, and so waits for the score alone."""
-        margin = self.bench.margin
-        intervals = {
-            name: speedup_interval([r], resamples=_LOOK_RESAMPLES)[1:]
-            for name, r in self.log_ratios.items()
-            if name in self.impls and len(r) >= 2
-        }
-        if self.task.confirming:
-            intervals.pop("incumbent", None)
-        if "incumbent" in intervals:
-            low, high = intervals["incumbent"]
-            if not decisive(low, high, margin):
-                return False
-            if high < 1 + margin:
-                return True
-            if high > low * (1 + margin):
-                return False
-        if "reference" in intervals:
-            low, high = intervals["reference"]
-            return high <= low * (1 + margin)
-        return bool(intervals)
-
     def _unsettled(self) -> bool:
-        """Whether the validity gate reads this workload's figures as measured but not yet
-        settled (sampling longer may settle them; it cannot make them measured)."""
-        noop = self.impls["calibrate"]
-        entry: dict[str, Any] = {
-            "name": self.workload.name,
-            "resolution": statistics.median(noop.values) if noop.values else None,
-            "stats": {"median": _median(self.impls["candidate"].values),
-                      "samples": list(self.impls["candidate"].values)},
-        }  # fmt: skip
-        for impl in self._rivals():
-            entry[impl.name] = {"median": _median(impl.values)}
-            key = "speedup" if impl.name == "incumbent" else f"{impl.name}_speedup"
-            entry[key] = {"log_ratios": list(self.log_ratios[impl.name])}
-        document: dict[str, Any] = {"metric": {"unit": "ns"}, "workloads": [entry]}
-        if "incumbent" in self.impls:
-            document["comparison"] = {"against": "incumbent"}
-        gate = validity(document)
-        return gate.measured and not gate.settled
+        rivals = {impl.name: impl.values for impl in self._rivals()}
+        return unsettled(
+            self.workload.name, self.impls["calibrate"].values, self.impls["candidate"].values,
+            rivals, {name: self.log_ratios[name] for name in rivals},
+        )  # fmt: skip
 
     def _fresh_inputs(self) -> tuple[Any, ...]:
         return self.bench.fresh_inputs(self.workload, self.task.inputs_rng)
@@ -558,23 +401,3 @@ class WorkloadRun:
     def _stats(self, values: list[float]) -> Stats:
         stats = Stats.from_samples(values, unit="ns", stop=self._stop)
         return stats.to_unit(self.bench.time_unit)
-
-
-def _median(values: Sequence[float]) -> float | None:
-    return float(statistics.median(values)) if values else None
-
-
-def summarised(name: str, checks: list[Check]) -> list[Check]:
-    """One check per workload: the worst of its checked calls (all of them must pass)."""
-    if not checks:
-        return []
-    failed = [c for c in checks if not c.passed]
-    if failed:
-        worst = failed[0]
-        reason = f"{len(failed)} of {len(checks)} checked calls failed: {worst.reason}"
-        return [Check(name, worst.max_abs_err, worst.max_rel_err, worst.atol, worst.rtol, False,
-                      reason)]  # fmt: skip
-    worst_abs = max(c.max_abs_err for c in checks)
-    worst_rel = max(c.max_rel_err for c in checks)
-    first = checks[0]
-    return [Check(name, worst_abs, worst_rel, first.atol, first.rtol, True)]

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from kz_harness.ceilings import SUSPECT_SHARE, Ceilings, floor_s
 from kz_harness.checks import Check
-from kz_harness.measure import Flags, Measured, Task
 from kz_harness.result import build_result
 from kz_harness.sidebyside import (
     Comparison,
@@ -26,6 +25,7 @@ from kz_harness.sidebyside import (
     speedup_interval,
 )
 from kz_harness.stats import UNITS, below_physical_floor
+from kz_harness.task import Flags, Measured, Task
 from kz_harness.validity import validity
 from kz_harness.verdict import baseline_best, geomean, verdict
 
