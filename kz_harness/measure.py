@@ -122,6 +122,7 @@ class WorkloadRun:
         per_slot = slot_bytes(specs, out_spec)
         capacity = max(1, min(MAX_BATCH, self.timing.slot_bytes // max(per_slot, 1)))
         layout = make_slots(specs, out_spec, capacity)
+        self._buffers = tuple(np.empty((capacity, *a.shape), dtype=a.dtype) for a in self._first)
         links = {"calibrate": task.calibration, "candidate": task.candidate, **task.rivals}
         for name, link in links.items():
             reservoir = Reservoir(self.timing.checked_calls, task.pick_rng)
@@ -387,7 +388,11 @@ class WorkloadRun:
         return self.bench.fresh_inputs(self.workload, self.task.inputs_rng)
 
     def _draw(self, count: int) -> Draw:
-        return Draw(self.np, [self._fresh_inputs() for _ in range(count)])
+        """`count` calls' fresh inputs, drawn into the workload's buffers."""
+        for index in range(count):
+            for buffer, array in zip(self._buffers, self._fresh_inputs(), strict=True):
+                buffer[index] = array
+        return Draw.filled(self.np, self._buffers, count)
 
     def _order(self, impls: Sequence[_Impl]) -> list[_Impl]:
         return [impls[int(i)] for i in self.task.pick_rng.permutation(len(impls))]

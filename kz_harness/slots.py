@@ -31,16 +31,33 @@ def poison(np: Any, out: Any) -> None:
         out.view(np.uint8).fill(POISON_BYTE)
 
 
+_CHUNK_BYTES = 8 << 20  # the most a comparison's temporaries may take at once
+
+
 class Draw:
     """One window's fresh inputs: each input of every call stacked as (call, *shape), drawn
-    from the task's secret seed; the reference and the checks read them, never a worker."""
+    from the task's secret seed; the reference and the checks read them, never a worker.
+
+    `Draw(np, calls)` stacks the calls' arrays; `Draw.filled(np, buffers, count)` takes the
+    first `count` calls of buffers the judge fills in place, window after window (a fresh
+    stack of tens of MiB per window would cost the judge as many page faults)."""
 
     def __init__(self, np: Any, calls: Sequence[tuple[Any, ...]]) -> None:
         if not calls:
             raise ValueError("a window needs at least one call's inputs")
-        self.count = len(calls)
-        self.arrays = tuple(np.stack([inputs[j] for inputs in calls]) for j in range(len(calls[0])))
-        self.raw = tuple(a.reshape(self.count, -1).view(np.uint8) for a in self.arrays)
+        arrays = tuple(np.stack([inputs[j] for inputs in calls]) for j in range(len(calls[0])))
+        self._set(np, arrays, len(calls))
+
+    @classmethod
+    def filled(cls, np: Any, buffers: Sequence[Any], count: int) -> Draw:
+        draw = cls.__new__(cls)
+        draw._set(np, tuple(buffer[:count] for buffer in buffers), count)
+        return draw
+
+    def _set(self, np: Any, arrays: tuple[Any, ...], count: int) -> None:
+        self.count = count
+        self.arrays = arrays
+        self.raw = tuple(a.reshape(count, -1).view(np.uint8) for a in arrays)
 
     def call(self, index: int) -> tuple[Any, ...]:
         """The inputs of call `index`."""
@@ -60,6 +77,7 @@ class SlotSet:
         self.output = self._typed(layout.output)
         self.output_raw = self._raw(layout.output)
         self.finite = self.output.dtype.kind in "fc"
+        self._copies = np.empty_like(self.output)  # the outputs as each window ended
         self._last: Any = None  # the byte copies of the last window's outputs
 
     def _typed(self, spec: ArraySpec) -> Any:
@@ -99,8 +117,10 @@ class SlotSet:
         return late
 
     def collect(self, count: int) -> Any:
-        """A copy of the outputs of the window's `count` slots, taken as it ends."""
-        got = self.output[:count].copy()
+        """A copy of the outputs of the window's `count` slots, taken as it ends (valid until
+        this slot set's next window)."""
+        got = self._copies[:count]
+        self.np.copyto(got, self.output[:count])
         self._last = got.reshape(count, -1).view(self.np.uint8)
         return got
 
@@ -108,18 +128,14 @@ class SlotSet:
         """Whether an output slot changed after the last window's outputs were copied."""
         if self._last is None:
             return False
-        count = len(self._last)
-        return not bool(self.np.array_equal(self.output_raw[:count], self._last))
+        return bool(_differing(self.np, self.output_raw[: len(self._last)], self._last))
 
     def changed(self, draw: Draw) -> list[int]:
         """The calls of the window whose inputs differ from the pristine copies (bitwise)."""
-        np = self.np
-        n = draw.count
-        differs = np.zeros(n, dtype=bool)
+        found: set[int] = set()
         for view, pristine in zip(self.inputs_raw, draw.raw, strict=True):
-            if not np.array_equal(view[:n], pristine):
-                differs |= (view[:n] != pristine).any(axis=1)
-        return [int(i) for i in np.flatnonzero(differs)]
+            found.update(_differing(self.np, view[: draw.count], pristine))
+        return sorted(found)
 
     def unfinished(self, got: Any) -> list[int]:
         """The calls whose output holds NaN or Inf, or (integers) is still the poison."""
@@ -127,8 +143,27 @@ class SlotSet:
         count = len(got)
         if count == 0 or math.prod(got.shape[1:]) == 0:
             return []
-        if self.finite:
-            ok = np.isfinite(got.reshape(count, -1)).all(axis=1)
-        else:
-            ok = ~(got.reshape(count, -1).view(np.uint8) == POISON_BYTE).all(axis=1)
-        return [int(i) for i in np.flatnonzero(~ok)]
+        rows = got.reshape(count, -1)
+        found = []
+        for part in _parts(count, rows[0].nbytes):
+            if self.finite:
+                ok = np.isfinite(rows[part]).all(axis=1)
+            else:
+                ok = ~(rows[part].view(np.uint8) == POISON_BYTE).all(axis=1)
+            found += [part.start + int(i) for i in np.flatnonzero(~ok)]
+        return found
+
+
+def _parts(rows: int, row_bytes: int) -> list[slice]:
+    """Slices of rows whose temporaries stay within `_CHUNK_BYTES`."""
+    step = max(1, _CHUNK_BYTES // max(row_bytes, 1))
+    return [slice(start, min(start + step, rows)) for start in range(0, rows, step)]
+
+
+def _differing(np: Any, a: Any, b: Any) -> list[int]:
+    """The rows where two (rows, nbytes) byte arrays differ."""
+    found = []
+    for part in _parts(len(a), a.shape[1] if a.ndim > 1 else 1):
+        if not np.array_equal(a[part], b[part]):
+            found += [part.start + int(i) for i in np.flatnonzero((a[part] != b[part]).any(axis=1))]
+    return found

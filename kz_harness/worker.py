@@ -30,7 +30,7 @@ from kz_harness.channel import (
     slot_indices,
 )
 
-__all__ = ["CALIBRATE", "DEVICE_TIME", "Device", "main"]
+__all__ = ["CALIBRATE", "DEVICE_TIME", "Device", "keep_freed_memory", "main"]
 
 CALIBRATE = "@calibrate"  # the trusted no-op: what a call that does nothing measures as
 DEVICE_TIME = struct.Struct("<q")  # one call's CUDA events' time in ns, in a DONE on a GPU
@@ -356,9 +356,36 @@ def _error(exc: BaseException) -> str:
     return message[-_MAX_ERROR:]
 
 
+# glibc's mallopt parameters: freed memory below these sizes stays in the process's heap.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_KEEP_BYTES = 1 << 30
+_MMAP_BYTES = 32 << 20  # glibc's largest dynamic threshold on 64-bit
+
+
+def keep_freed_memory() -> None:
+    """Keep freed memory in the heap instead of returning it after every call.
+
+    A fresh process's glibc maps a temporary of a MiB or more and unmaps it when freed, or
+    trims the heap's top after the call, so every call page-faults its temporaries again: a
+    vectorised RMSNorm of 128 x 2048 took 3.6 ms a call in a worker (480 page faults) against
+    0.2 ms in a process that had kept its heap. The same setting for every worker (candidate,
+    rivals, the no-op) measures kernels, not the allocator's defaults. Nothing where the C
+    library is not glibc."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_BYTES)
+    mallopt(_M_TRIM_THRESHOLD, _KEEP_BYTES)
+
+
 def main() -> int:
     """Serve the judge on the inherited channel until it says EXIT or goes away."""
     fd = int(os.environ.pop("KZ_CHANNEL_FD"))
+    keep_freed_memory()
     import numpy
 
     channel = Channel.from_fd(fd)
