@@ -28,9 +28,10 @@ __all__ = [
 ]
 
 MIN_CALL_NS = 500.0  # no call is taken as cheaper than this when sizing a window
-# The slowest implementation's window may last this many block times: a rival far slower than
-# the candidate must not make every round take seconds (its comparison is decided early).
-LONGEST_WINDOW_BLOCKS = 10
+# The slowest implementation's window may last this many block times (a second at 20 ms): a
+# rival far slower than the candidate must not make every round take many seconds, and a
+# tighter cap would leave the fast one's window too short to measure against the resolution.
+LONGEST_WINDOW_BLOCKS = 50
 _GAP_SPREADS = 4
 _GAP_SHARE = 0.1
 _GAP_SLACK_NS = 20_000

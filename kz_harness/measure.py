@@ -122,7 +122,7 @@ class WorkloadRun:
         per_slot = slot_bytes(specs, out_spec)
         capacity = max(1, min(MAX_BATCH, self.timing.slot_bytes // max(per_slot, 1)))
         layout = make_slots(specs, out_spec, capacity)
-        self._buffers = tuple(np.empty((capacity, *a.shape), dtype=a.dtype) for a in self._first)
+        self._buffers: tuple[Any, ...] = ()  # the draws' arrays, grown as windows grow
         links = {"calibrate": task.calibration, "candidate": task.candidate, **task.rivals}
         for name, link in links.items():
             reservoir = Reservoir(self.timing.checked_calls, task.pick_rng)
@@ -389,6 +389,9 @@ class WorkloadRun:
 
     def _draw(self, count: int) -> Draw:
         """`count` calls' fresh inputs, drawn into the workload's buffers."""
+        if not self._buffers or len(self._buffers[0]) < count:
+            np = self.np
+            self._buffers = tuple(np.empty((count, *a.shape), dtype=a.dtype) for a in self._first)
         for index in range(count):
             for buffer, array in zip(self._buffers, self._fresh_inputs(), strict=True):
                 buffer[index] = array

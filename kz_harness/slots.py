@@ -77,7 +77,7 @@ class SlotSet:
         self.output = self._typed(layout.output)
         self.output_raw = self._raw(layout.output)
         self.finite = self.output.dtype.kind in "fc"
-        self._copies = np.empty_like(self.output)  # the outputs as each window ended
+        self._copies: Any = None  # the outputs as each window ended (grown as windows grow)
         self._last: Any = None  # the byte copies of the last window's outputs
 
     def _typed(self, spec: ArraySpec) -> Any:
@@ -119,6 +119,8 @@ class SlotSet:
     def collect(self, count: int) -> Any:
         """A copy of the outputs of the window's `count` slots, taken as it ends (valid until
         this slot set's next window)."""
+        if self._copies is None or len(self._copies) < count:
+            self._copies = self.np.empty_like(self.output[:count])
         got = self._copies[:count]
         self.np.copyto(got, self.output[:count])
         self._last = got.reshape(count, -1).view(self.np.uint8)
