@@ -52,6 +52,7 @@ _PROBE_WINDOWS = 3
 # short windows far more, in proportion, than a kernel's, and would flag honest kernels.
 _FLOOR_RESOLUTIONS = 3.0
 _FLOOR_QUANTILE = 0.1
+_HARD_BUDGETS = 10  # a workload's sampling never lasts longer than this many budgets
 _BROKEN_KEPT = 3  # failed cheap checks kept per workload (one fails the check already)
 
 
@@ -129,21 +130,22 @@ class WorkloadRun:
             self.impls[name] = _Impl(
                 name, link, SlotSet(np, layout), reservoir, trusted=name == "calibrate"
             )
-        untrusted = self._untrusted()
-        for impl in untrusted:
+        for impl in self.impls.values():  # every worker is stopped but in its own windows
             task.control.cont(impl.link)
         for impl in self.impls.values():
             impl.link.send(Op.SLOTS, layout.to_dict(), [impl.slots.fd])
         for impl in list(self.impls.values()):
             self._guard(impl, impl.link.answered)
             impl.slots.release_fd()
-        for impl in self._untrusted():
+        for impl in self.impls.values():
             task.control.stop(impl.link)
 
     def _round_trip(self) -> None:
         """The channel's cost of one round trip: the no-op's empty windows (information)."""
-        link = self.task.calibration
+        link, control = self.task.calibration, self.task.control
+        control.cont(link)
         walls = [link.window(())[0] for _ in range(max(self.timing.calibration_calls, 1))]
+        control.stop(link)
         self.round_trip_ns = float(statistics.median(walls))
 
     def _probe(self) -> int:
@@ -169,17 +171,23 @@ class WorkloadRun:
 
     def _sample(self) -> None:
         """Timed rounds until the stop rule says or the budget is spent (extended once when
-        the validity gate finds the figures measured but not settled)."""
+        the validity gate finds the figures measured but not settled); whatever the least
+        number of rounds, never past `_HARD_BUDGETS` budgets (a worker can make its own
+        windows as long as it likes: threads it leaves behind run in them)."""
         timing = self.timing
         sided = bool(self._rivals())
         budget = (2 if sided else 1) * timing.budget_s
         least = timing.min_block_pairs if sided else timing.min_samples
-        deadline = time.perf_counter() + budget
+        started = time.perf_counter()
+        deadline = started + budget
         extended = False
         self.log_ratios = {impl.name: [] for impl in self._rivals()}
         self._stop = "max_samples"
         for rounds in range(1, timing.max_samples + 1):
             self._round(record=True)
+            if rounds >= 2 and time.perf_counter() >= started + _HARD_BUDGETS * budget:
+                self._stop = "time_limit"
+                break
             if rounds < least:
                 continue
             live = {impl.name: self.log_ratios[impl.name] for impl in self._rivals()}
@@ -219,23 +227,24 @@ class WorkloadRun:
     def _window(self, impl: _Impl, draw: Draw) -> tuple[int, list[int] | None] | None:
         """One window of `impl` on `draw`: inputs written and outputs poisoned while it is
         stopped, continued, timed, copied, stopped again, then its inputs compared and its
-        outputs checked. None when it is a rival that failed (and is now voided)."""
+        outputs checked (the trusted no-op goes the same way, unchecked). None when it is a
+        rival that failed (and is now voided)."""
         control = self.task.control
         count = draw.count
         if impl.slots.prepare(draw) and not impl.trusted:
             self._fault(impl, "late_output", "an output changed after its window")
             if impl.name not in self.impls:
                 return None
-        if impl.trusted:
-            return self._guard(impl, lambda: impl.link.window(range(count)))
         control.cont(impl.link)
         try:
             done = self._guard(impl, lambda: impl.link.window(range(count)))
-            got = impl.slots.collect(count) if done is not None else None
+            got = impl.slots.collect(count) if done and not impl.trusted else None
         finally:
             if impl.name in self.impls:
                 control.stop(impl.link)
-        if done is None or got is None:
+        if done is None or impl.trusted:
+            return done
+        if got is None:
             return None
         impl.windows_ns += done[0]
         if not self._after(impl, draw, got):
