@@ -52,7 +52,10 @@ _PROBE_WINDOWS = 3
 # short windows far more, in proportion, than a kernel's, and would flag honest kernels.
 _FLOOR_RESOLUTIONS = 3.0
 _FLOOR_QUANTILE = 0.1
-_HARD_BUDGETS = 10  # a workload's sampling never lasts longer than this many budgets
+# A workload's sampling never lasts longer than this many budgets and seconds more (on a busy
+# host the least number of rounds may take several budgets).
+_HARD_BUDGETS = 10
+_HARD_EXTRA_S = 10.0
 _BROKEN_KEPT = 3  # failed cheap checks kept per workload (one fails the check already)
 
 
@@ -172,20 +175,21 @@ class WorkloadRun:
     def _sample(self) -> None:
         """Timed rounds until the stop rule says or the budget is spent (extended once when
         the validity gate finds the figures measured but not settled); whatever the least
-        number of rounds, never past `_HARD_BUDGETS` budgets (a worker can make its own
-        windows as long as it likes: threads it leaves behind run in them)."""
+        number of rounds, never past `_HARD_BUDGETS` budgets and `_HARD_EXTRA_S` (a worker can
+        make its own windows as long as it likes: threads it leaves behind run in them)."""
         timing = self.timing
         sided = bool(self._rivals())
         budget = (2 if sided else 1) * timing.budget_s
         least = timing.min_block_pairs if sided else timing.min_samples
         started = time.perf_counter()
         deadline = started + budget
+        hard = started + _HARD_BUDGETS * budget + _HARD_EXTRA_S
         extended = False
         self.log_ratios = {impl.name: [] for impl in self._rivals()}
         self._stop = "max_samples"
         for rounds in range(1, timing.max_samples + 1):
             self._round(record=True)
-            if rounds >= 2 and time.perf_counter() >= started + _HARD_BUDGETS * budget:
+            if rounds >= 2 and time.perf_counter() >= hard:
                 self._stop = "time_limit"
                 break
             if rounds < least:
