@@ -7,8 +7,8 @@ a few short probe windows, from which N is chosen (the same for everyone); warm-
 then timed rounds follow, each round one window per implementation in a random order on the
 same freshly drawn inputs, everyone but the one timed stopped. The no-op is timed in every
 round by the same method: its per-call figure is the workload's resolution. Sampling stops by
-the side-by-side rule (`_settled`) or at the budget, once extended when the validity gate says
-the figures are not settled yet.
+the side-by-side rule or at the budget, once extended when the validity gate says the figures
+are measured but not settled yet (`kz_harness.stoprule`), and in any case at a time limit.
 """
 
 from __future__ import annotations
@@ -235,6 +235,8 @@ class WorkloadRun:
         rival that failed (and is now voided)."""
         control = self.task.control
         count = draw.count
+        if impl.name not in self.impls:  # voided earlier in this round
+            return None
         if impl.slots.prepare(draw) and not impl.trusted:
             self._fault(impl, "late_output", "an output changed after its window")
             if impl.name not in self.impls:
