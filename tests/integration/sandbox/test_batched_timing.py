@@ -100,25 +100,34 @@ class _Direct:
         return statistics.median(self.per_call_s) * 1e6
 
 
+ATTEMPTS = 3
+
+
 def test_a_kernel_far_below_the_channels_cost_is_measured_as_timeit_measures_it(
     judge_package: JudgePackage, judge_cpu: int
 ) -> None:
     """A kernel of about 15 us on a quiet host, well under the old channel's 35-130 us: its
     figure is within 1.5x of a direct timeit of the same function (on the judge's CPU, just
     before and just after the task, in repeats as long as the judge's windows), and well above
-    the recorded resolution."""
-    direct = _Direct(KERNEL, judge_cpu)
-    direct.time(number=1000)
-    outcome = judge_package(JUDGE, {"kernel.py": KERNEL})
-    assert outcome.reason == "accepted", outcome.log.decode()[-3000:]
-    assert outcome.result is not None
-    assert outcome.result["timing"]["cpu"] == judge_cpu
-    (workload,) = outcome.result["workloads"]
-    direct.time(number=workload["batch"])
-    judged = workload["stats"]["median"]
-    assert 1 / 1.5 < judged / direct.median_us < 1.5, (judged, direct.median_us, workload)
-    assert workload["batch"] > 1 and 0 < workload["resolution"] < judged
-    assert outcome.result["timing"]["batch"] == {workload["name"]: workload["batch"]}
+    the recorded resolution. A burst of other work on a busy host can land on the task or on
+    the direct timing alone, so the comparison gets three attempts; a method that is off (a
+    subtracted channel reading 1 ns, cold copies doubling a figure) misses all three."""
+    seen = []
+    for _ in range(ATTEMPTS):
+        direct = _Direct(KERNEL, judge_cpu)
+        direct.time(number=1000)
+        outcome = judge_package(JUDGE, {"kernel.py": KERNEL})
+        assert outcome.reason == "accepted", outcome.log.decode()[-3000:]
+        assert outcome.result is not None
+        assert outcome.result["timing"]["cpu"] == judge_cpu
+        (workload,) = outcome.result["workloads"]
+        assert workload["batch"] > 1 and 0 < workload["resolution"] < workload["stats"]["median"]
+        assert outcome.result["timing"]["batch"] == {workload["name"]: workload["batch"]}
+        direct.time(number=workload["batch"])
+        seen.append((workload["stats"]["median"], direct.median_us, workload["resolution"]))
+        if 1 / 1.5 < seen[-1][0] / seen[-1][1] < 1.5:
+            return
+    pytest.fail(f"judged, timeit and resolution in us, each attempt: {seen}")
 
 
 def _failed(outcome: TaskOutcome) -> dict[str, Any]:
