@@ -18,7 +18,9 @@ from typing import Any
 from kz_harness.channel import Channel, ChannelClosed, Op, decode_json
 from kz_harness.errors import HarnessError
 
-__all__ = ["CandidateFailed", "Control", "Link"]
+__all__ = ["MAX_ERROR", "CandidateFailed", "Control", "Link"]
+
+MAX_ERROR = 2000  # characters of a worker's error kept: a document's reason holds 2,000
 
 
 class CandidateFailed(HarnessError):
@@ -118,7 +120,7 @@ class Link:
             reply = decode_json(payload)
         except HarnessError:
             reply = {}
-        error = str(reply.get("message") or "WorkerError: an unreadable answer")
+        error = str(reply.get("message") or "WorkerError: an unreadable answer")[:MAX_ERROR]
         stage = reply.get("stage")
         if stage not in ("load", "call", "output"):
             stage = self.stage

@@ -34,7 +34,7 @@ __all__ = ["CALIBRATE", "DEVICE_TIME", "Device", "keep_freed_memory", "main"]
 
 CALIBRATE = "@calibrate"  # the trusted no-op: what a call that does nothing measures as
 DEVICE_TIME = struct.Struct("<q")  # one call's CUDA events' time in ns, in a DONE on a GPU
-_MAX_ERROR = 4000
+_MAX_ERROR = 2000  # a result document's reason holds at most 2,000 characters
 
 
 class Device:
@@ -353,7 +353,7 @@ def _error(exc: BaseException) -> str:
         message = f"{type(exc).__name__}: the candidate stopped the worker"
     else:
         message = "".join(traceback.format_exception_only(exc)).strip()
-    return message[-_MAX_ERROR:]
+    return message[:_MAX_ERROR]  # the head: the exception's type comes first
 
 
 # glibc's mallopt parameters: freed memory below these sizes stays in the process's heap.

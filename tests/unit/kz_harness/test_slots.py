@@ -159,3 +159,5 @@ def test_a_failure_names_its_step_and_says_exc_type_and_message() -> None:
         worker.window((0,))
     assert worker.stage == "output"
     assert _error(SystemExit(3)) == "SystemExit: the candidate stopped the worker"
+    long = _error(ValueError("x" * 5000))  # a document's reason holds 2,000 characters
+    assert long.startswith("ValueError: xxx") and len(long) == 2000
