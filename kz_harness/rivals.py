@@ -43,6 +43,7 @@ _CODES = {
     "work_outside_events": "timing_bound_broken",
 }
 _STAGES = {"load": "load_failed", "call": "call_failed", "output": "mistyped_output"}
+_MAX_REASON = 2000  # what a result document's reasons hold
 
 
 def void_code(*, flag: str = "", stage: str = "") -> str:
@@ -76,7 +77,7 @@ class RivalBook:
     def void(self, name: str, code: str, reason: str) -> None:
         """Void `name` (the first cause is kept)."""
         if name not in self._voided:
-            self._voided[name] = RivalStatus(VOIDED, code, reason)
+            self._voided[name] = RivalStatus(VOIDED, code, reason[:_MAX_REASON])
 
     def voided(self, name: str) -> bool:
         return name in self._voided

@@ -129,3 +129,6 @@ def test_the_book_has_one_entry_per_rival_offered_and_the_first_cause_stays() ->
     assert doc["reference"]["status"] == "measured"
     assert RivalBook(["candidate", "incumbent"]).to_dict()["incumbent"]["status"] == "absent"
     assert RivalBook(["candidate"]).to_dict() == {}
+    long = RivalBook(["reference"])
+    long.void("reference", "call_failed", "r8: " + "x" * 3000)
+    assert len(long.to_dict()["reference"]["reason"]) == 2000
