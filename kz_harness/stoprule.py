@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kz_harness.sidebyside import decisive, speedup_interval
+from kz_harness.sidebyside import RESAMPLES, decisive, speedup_interval
 from kz_harness.validity import validity
 
 __all__ = ["settled", "unsettled"]
@@ -31,14 +31,20 @@ def settled(
     same in another task; and once the interval against the reference, whose speed-up is the
     board's score, is narrower than the margin. A confirmation run measures as the run it
     confirms did, its incumbent being main's copy of the same source, and so waits for the
-    score alone. Without an interval, never."""
-    intervals = {
-        name: speedup_interval([ratios], resamples=LOOK_RESAMPLES)[1:]
-        for name, ratios in log_ratios.items()
-        if len(ratios) >= 2
-    }
+    score alone. Without an interval, never. A look takes a coarse bootstrap; a look that would
+    stop is made again with the full one the result's intervals take, so a workload never
+    stops on an interval its result does not show."""
+    ratios = {name: r for name, r in log_ratios.items() if len(r) >= 2}
     if confirming:
-        intervals.pop("incumbent", None)
+        ratios.pop("incumbent", None)
+    return _stops(ratios, margin, LOOK_RESAMPLES) and _stops(ratios, margin, RESAMPLES)
+
+
+def _stops(log_ratios: Mapping[str, Sequence[float]], margin: float, resamples: int) -> bool:
+    intervals = {
+        name: speedup_interval([ratios], resamples=resamples)[1:]
+        for name, ratios in log_ratios.items()
+    }
     if "incumbent" in intervals:
         low, high = intervals["incumbent"]
         if not decisive(low, high, margin):
