@@ -1,15 +1,16 @@
 """The judge <-> worker channel's cost per call, beside a raw socket and a copying pipe.
 
-The judge side is `kz_harness.judge.Link` over `kz_harness.channel` (a SEQPACKET socket and
-shared-memory slots laid out by `make_slot`, two slots as the judge uses); the worker is the
-real `kz_harness.worker` (`python -I kz_harness/launch.py worker`, its environment from
+The judge side is `kz_harness.link.Link` over `kz_harness.channel` (a SEQPACKET socket and a
+sealed shared-memory file of slots laid out by `make_slots`); the worker is the real
+`kz_harness.worker` (`python -I kz_harness/launch.py worker`, its environment from
 `kz_runner.supervisor.worker_environment`) serving the trusted no-op `@calibrate` entry, and
-both processes are pinned to one CPU as the judge does. One round trip is what the judge
-times around a call: the CALL message, the worker's fresh views over the slot and its copy of
-the output into the slot, the DONE message. It is measured for inputs of 4 KiB, 1 MiB and
-16 MiB (float32) with a 64-byte output ("input only": the inputs cost no copies), and with an
-output as large as the input ("output = input", what an element-wise board like RMSNorm
-declares: the worker copies that output into the slot).
+both processes are pinned to one CPU as the judge does. One round trip is a window of one
+call: the CALLS message, the worker's fresh views over the slot and the no-op's checks, the
+DONE message. It is measured for inputs of 4 KiB, 1 MiB and 16 MiB (float32) with a 64-byte
+output ("input only": the inputs cost no copies), and with an output as large as the input
+("output = input", what an element-wise board like RMSNorm declares). Beside each, the
+resolution the judge records: the no-op's per-call figure in windows of `--batch` calls, where
+the round trip is paid once per window.
 
 Side by side, between two processes pinned the same way: a raw `socket.socketpair
 (SOCK_SEQPACKET)` ping-pong of one byte (the floor of any message round trip), and a pipe
@@ -19,6 +20,7 @@ Each figure is the median and p90 of up to `--calls` round trips after `--warmup
 ones, at most `--budget` seconds each.
 
     .venv/bin/python bench/judge_channel.py [--calls 3000] [--warmup 200] [--budget 2]
+                                            [--batch 64]
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kz_harness.channel import Channel, Op, make_slot, new_shared_memory
-from kz_harness.judge import Link
+from kz_harness.channel import Channel, Op, make_slots
+from kz_harness.judge import Timing
+from kz_harness.link import Link
+from kz_harness.slots import SlotSet
 from kz_harness.stats import percentile
 from kz_harness.worker import CALIBRATE
 from kz_runner.supervisor import worker_environment
@@ -46,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 LAUNCH = REPO / "kz_harness" / "launch.py"
 SIZES = (("4 KiB", 4 << 10), ("1 MiB", 1 << 20), ("16 MiB", 16 << 20))
 SMALL_OUTPUT = 16  # float32 elements: 64 bytes
+Pair = tuple[float, float]  # a median and a p90, in us
 _SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 # The baseline's other process: pinned to the judge's CPU; 'P' + count echoes that many
@@ -112,27 +117,31 @@ def judge_worker(cpu: int) -> Iterator[Link]:
 
 
 def judge_round_trips(
-    link: Link, nbytes: int, output_elements: int, calls: int, warmup: int, budget_s: float
+    link: Link,
+    nbytes: int,
+    output_elements: int,
+    calls: int,
+    warmup: int,
+    budget_s: float,
+    batch: int = 1,
 ) -> list[float]:
-    """The judge's wall time of each no-op call with one float32 input of `nbytes`."""
-    layout = make_slot([("float32", (nbytes // 4,), 4)], ("float32", (output_elements,), 4))
-    slots = [new_shared_memory(layout.size) for _ in range(2)]
-    try:
-        for _fd, memory in slots:
-            view = np.ndarray((nbytes // 4,), dtype=np.float32, buffer=memory)
-            view[...] = np.arange(nbytes // 4, dtype=np.float32)
-            del view
-        link.request(Op.SLOTS, {"slots": [layout.to_dict()] * 2}, [fd for fd, _ in slots])
-        counter = iter(range(1 << 62))
+    """The judge's wall time per no-op call, one float32 input of `nbytes`, in windows of
+    `batch` calls (one: the round trip with one call in it)."""
+    count = max(batch, 2)
+    layout = make_slots(
+        [("float32", (nbytes // 4,), 4)], ("float32", (output_elements,), 4), count=count
+    )
+    slots = SlotSet(np, layout)
+    slots.inputs[0][...] = np.arange(nbytes // 4, dtype=np.float32)
+    link.request(Op.SLOTS, layout.to_dict(), [slots.fd])
+    slots.release_fd()
+    counter = iter(range(1 << 62))
 
-        def one() -> float:
-            return float(link.call(next(counter) % 2)[0])
+    def one() -> float:
+        first = next(counter) % 2 if batch == 1 else 0
+        return link.window(range(first, first + batch))[0] / batch
 
-        return _timed(one, calls, warmup, budget_s)
-    finally:
-        for fd, memory in slots:
-            os.close(fd)
-            memory.close()
+    return _timed(one, calls, warmup, budget_s)
 
 
 class Baseline:
@@ -193,24 +202,32 @@ class Baseline:
         self.process.wait(10)
 
 
-def main(calls: int, warmup: int, budget_s: float) -> None:
+def main(calls: int, warmup: int, budget_s: float, batch: int) -> None:
     cpu = max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {cpu})  # as the judge does; its worker pins itself on LOAD
     baseline = Baseline(cpu)
     try:
         ping = _summary(baseline.ping_pong(calls, warmup, budget_s))
-        rows = []
+        rows: list[tuple[str, Pair, Pair, Pair, tuple[int, float, float]]] = []
         with judge_worker(cpu) as link:
             for label, nbytes in SIZES:
-                small = judge_round_trips(link, nbytes, SMALL_OUTPUT, calls, warmup, budget_s)
-                full = judge_round_trips(link, nbytes, nbytes // 4, calls, warmup, budget_s)
-                copy = baseline.pipe_copy(nbytes, calls, warmup, budget_s)
-                rows.append((label, _summary(small), _summary(full), _summary(copy)))
+                trips = judge_round_trips(link, nbytes, SMALL_OUTPUT, calls, warmup, budget_s)
+                trips_full = judge_round_trips(link, nbytes, nbytes // 4, calls, warmup, budget_s)
+                copies = baseline.pipe_copy(nbytes, calls, warmup, budget_s)
+                fits = max(1, min(batch, Timing().slot_bytes // (2 * nbytes)))
+                windows = max(calls // fits, 20)
+                calls_in_windows = judge_round_trips(
+                    link, nbytes, nbytes // 4, windows, 3, budget_s, batch=fits
+                )
+                rows.append(
+                    (label, _summary(trips), _summary(trips_full), _summary(copies),
+                     (fits, *_summary(calls_in_windows)))
+                )  # fmt: skip
     finally:
         baseline.close()
     print(f"judge and worker pinned to CPU {cpu}; pipe buffer {baseline.pipe_bytes >> 10} KiB")
     print(f"raw SEQPACKET ping-pong, 1 byte: median {ping[0]:.1f} us p90 {ping[1]:.1f} us")
-    for label, small, full, copy in rows:
+    for label, small, full, copy, per_call in rows:
         print(
             f"{label} input, 64 B output: judge round trip median {small[0]:.1f} us "
             f"p90 {small[1]:.1f} us | raw ping-pong median {ping[0]:.1f} us "
@@ -222,7 +239,12 @@ def main(calls: int, warmup: int, budget_s: float) -> None:
             f"p90 {full[1]:.1f} us ({full[0] / ping[0]:.2f}x ping-pong, "
             f"{full[0] / copy[0]:.3f}x pipe copy)"
         )
-    one_mib = next(small for label, small, _, _ in rows if label == "1 MiB")
+        print(
+            f"{label} input, output = input, windows of {per_call[0]} calls (as many as the "
+            f"slots' memory budget allows, at most --batch): resolution (the no-op's per-call "
+            f"figure) median {per_call[1]:.2f} us p90 {per_call[2]:.2f} us"
+        )
+    one_mib = next(small for label, small, *_ in rows if label == "1 MiB")
     verdict = "PASS" if one_mib[0] < 20 else "MISS"
     print(
         f"channel round trip for a 1 MiB input: median {one_mib[0]:.1f} us "
@@ -235,5 +257,6 @@ if __name__ == "__main__":
     parser.add_argument("--calls", type=int, default=3000, help="timed round trips per figure")
     parser.add_argument("--warmup", type=int, default=200, help="untimed round trips first")
     parser.add_argument("--budget", type=float, default=2.0, help="seconds per figure, at most")
+    parser.add_argument("--batch", type=int, default=64, help="calls per window for resolution")
     args = parser.parse_args()
-    main(args.calls, args.warmup, args.budget)
+    main(args.calls, args.warmup, args.budget, args.batch)

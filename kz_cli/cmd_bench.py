@@ -116,11 +116,20 @@ def _print(outcome: TaskOutcome) -> None:
     for workload in document.workloads:
         stats = workload.stats or Stats()
         median = stats.median if stats.median is not None else workload.value
-        print(
-            f"  {workload.name}: median {_figure(median)} "
-            f"{stats.unit or ''} over {stats.n if stats.n is not None else '?'} calls "
-            f"(channel overhead {workload.channel_overhead or 0:.3g} subtracted)"
-        )
+        count = stats.n if stats.n is not None else "?"
+        if workload.batch is not None:  # version 3: per call, one figure per timed window
+            print(
+                f"  {workload.name}: median {_figure(median)} {stats.unit or ''} per call over "
+                f"{count} windows of {workload.batch} calls (resolution "
+                f"{_figure(workload.resolution)})"
+            )
+        else:
+            print(
+                f"  {workload.name}: median {_figure(median)} {stats.unit or ''} over {count} "
+                f"calls (channel overhead {workload.channel_overhead or 0:.3g} subtracted)"
+            )
+    if document.failure is not None:
+        print(f"  the candidate failed ({document.failure.stage}): {document.failure.error}")
     for flag in document.flags:
         print(f"  flagged {flag.code}: {flag.message}")
     if outcome.reason not in EXIT_CODES:

@@ -38,13 +38,14 @@ __all__ = [
     "Speedup",
     "Stats",
     "Timing",
+    "Validity",
     "WorkloadResult",
     "decode_result",
     "result_flags",
     "stored_result",
 ]
 
-RESULT_SCHEMA_VERSION = 2  # what kz_harness writes; 1 still decodes
+RESULT_SCHEMA_VERSION = 3  # what kz_harness writes; 1 and 2 still decode
 T = TypeVar("T")
 Better = Literal["lower", "higher"]
 
@@ -180,19 +181,21 @@ class Ceilings(_Part, frozen=True, kw_only=True):
 
 class WorkloadResult(_Part, frozen=True, kw_only=True):
     """One workload: its headline value, the candidate's statistics and, side by side, each
-    rival's statistics and the speed-up over it."""
+    rival's statistics and the speed-up over it. Version 3 adds `resolution` (what a call that
+    does nothing measures as by the same method, in the stats' unit) and `batch` (the calls
+    per timed window); `channel_overhead` is then one round trip, for information."""
 
     name: str
     value: float | None = None
     stats: Stats | None = None
+    resolution: float | None = None
+    batch: int | None = None
     channel_overhead: float | None = None
     incumbent: Stats | None = None
     speedup: Speedup | None = None
     reference: Stats | None = None
     reference_speedup: Speedup | None = None
     floor: Floor | None = None
-    resolution: float | None = None  # what a call doing no work measures as (version 3)
-    batch: int | None = None  # calls per timed window (version 3)
 
 
 class Check(_Part, frozen=True, kw_only=True):
@@ -221,14 +224,28 @@ class Flag(_Part, frozen=True, kw_only=True):
 
 
 class Timing(_Part, frozen=True, kw_only=True):
-    """How the judge timed the calls."""
+    """How the judge timed the calls: per workload, the resolution (in `resolution_unit`) and
+    the calls per window (version 3), and the channel's round trip in ns."""
 
-    method: str | None = None  # judge_clock, cuda_events_bounded
+    method: str | None = None  # batched_window, cuda_events_bounded; judge_clock before v3
     clock: str | None = None
     cpu: int | None = None
+    resolution: dict[str, float] = msgspec.field(default_factory=dict)
+    resolution_unit: str | None = None
+    batch: dict[str, int] = msgspec.field(default_factory=dict)
     channel_overhead: dict[str, float] = msgspec.field(default_factory=dict)
     channel_overhead_unit: str | None = None
     worker_cpu: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+
+
+class Validity(_Part, frozen=True, kw_only=True):
+    """The judge's own reading of the validity gate (informational; the platform re-derives
+    it with `kz_harness.validity`)."""
+
+    measured: bool | None = None
+    settled: bool | None = None
+    spread: float | None = None
+    reason: str | None = None
 
 
 class Comparison(_Part, frozen=True, kw_only=True):
@@ -272,6 +289,10 @@ class Rival(_Part, frozen=True, kw_only=True):
     code: str | None = None
     reason: str | None = None
 
+    @property
+    def voided(self) -> bool:
+        return self.status == "voided"
+
 
 class Failure(_Part, frozen=True, kw_only=True):
     """The candidate's own failure (version 3): the stage (`load`, `call`, `output`, `inputs`)
@@ -303,6 +324,7 @@ class ResultDocument(_Part, frozen=True, kw_only=True):
     ceilings: Ceilings | None = None
     rivals: dict[str, Rival] = msgspec.field(default_factory=dict)
     failure: Failure | None = None
+    validity: Validity | None = None
 
     @classmethod
     def of(cls, data: ResultDocument | Mapping[str, Any] | bytes | str) -> ResultDocument:

@@ -20,7 +20,7 @@ from kz_harness.stats import Stats
 __all__ = ["RESULT_FD_ENV", "SCHEMA_VERSION", "build_result", "write_result"]
 
 RESULT_FD_ENV = "KZ_RESULT_FD"
-SCHEMA_VERSION = 2  # of the result document; docs/judging.md says what version 2 adds
+SCHEMA_VERSION = 3  # of the result document; docs/judging.md says what each version adds
 _METRIC_FIELDS = ("name", "unit", "better", "value")
 
 

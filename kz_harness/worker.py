@@ -4,9 +4,10 @@ It runs in its own sandbox under its own uid, with `python -I`, a private HOME a
 the candidate's `src/` and a scratch folder, and one socket to the judge (`KZ_CHANNEL_FD`).
 Nothing here is trusted: the judge reads its own clock, owns the inputs, checks the outputs
 and asks the runner, not the worker, how many threads and processes the worker has. This
-module only makes an honest candidate easy to run: fresh array objects over the judge's
-slots for every call, the output copied into the slot as a plain array of the declared dtype
-and shape, and any failure reported with its reason.
+module only makes an honest candidate easy to run: a timed window of calls back to back, each
+on fresh array objects over its own slot, the output copied into that slot as a plain array of
+the declared dtype and shape, and any failure reported with its exception and the step it
+happened in (load, call or output).
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from kz_harness.channel import Channel, ChannelClosed, Op, decode_json, slot_index
+from kz_harness.channel import (
+    Channel,
+    ChannelClosed,
+    Op,
+    c_strides,
+    decode_json,
+    slot_indices,
+)
 
-__all__ = ["CALIBRATE", "DEVICE_TIME", "Device", "main"]
+__all__ = ["CALIBRATE", "DEVICE_TIME", "Device", "keep_freed_memory", "main"]
 
-CALIBRATE = "@calibrate"  # the trusted no-op the judge times to learn the channel's cost
-DEVICE_TIME = struct.Struct("<q")  # a DONE's payload on a GPU: the CUDA events' time in ns
-_MAX_ERROR = 4000
+CALIBRATE = "@calibrate"  # the trusted no-op: what a call that does nothing measures as
+DEVICE_TIME = struct.Struct("<q")  # one call's CUDA events' time in ns, in a DONE on a GPU
+_MAX_ERROR = 2000  # a result document's reason holds at most 2,000 characters
 
 
 class Device:
@@ -91,6 +99,7 @@ class Device:
         self.end = self.cuda.Event(enable_timing=True)
         self.done = self.cuda.Event(enable_timing=True)
         self.idle_tail_ms = self._idle_tail_ms()
+        self.stage = "call"  # the step a failure happened in: the call, or its output
 
     def _to_device(self, array: Any) -> Any:
         tensor = self.torch.from_numpy(array.copy()).to("cuda")
@@ -128,11 +137,13 @@ class Device:
             tensors = [self._to_device(array) for array in inputs]
             self._clean_caches()
             self.cuda.synchronize()
+            self.stage = "call"
             self.start.record(self.stream)
             result = fn(*tensors)
             self.end.record(self.stream)
             left_behind = max(self._tail_ms() - self.idle_tail_ms, 0.0)
             elapsed = float(self.start.elapsed_time(self.end)) + left_behind
+            self.stage = "output"
             self._copy_out(result, out)
         return int(elapsed * 1e6)
 
@@ -157,16 +168,32 @@ class Device:
 
 
 class _Slot:
-    device_blank: Any = None
+    """One slot of the judge's layout: where its inputs and its output lie in the mapping."""
 
-    def __init__(self, memory: mmap.mmap, layout: dict[str, Any], np: Any) -> None:
+    def __init__(self, memory: mmap.mmap, layout: dict[str, Any], index: int, np: Any) -> None:
         self.memory = memory
+        self.index = index
         self.inputs = [
-            (np.dtype(s["dtype"]), tuple(s["shape"]), s["offset"]) for s in layout["inputs"]
+            (np.dtype(s["dtype"]), tuple(s["shape"]), int(s["offset"]) + index * int(s["stride"]))
+            for s in layout["inputs"]
         ]
         out = layout["output"]
-        self.output = (np.dtype(out["dtype"]), tuple(out["shape"]), out["offset"])
-        self.blank = np.zeros(self.output[1], dtype=self.output[0])
+        offset = int(out["offset"]) + index * int(out["stride"])
+        self.output = (np.dtype(out["dtype"]), tuple(out["shape"]), offset)
+
+
+def _every_slot(np: Any, memory: mmap.mmap, spec: dict[str, Any], count: int) -> Any:
+    """One array's copies in every slot as one view (slot, *shape): indexing it gives a new
+    array object over one slot's copy."""
+    dtype = np.dtype(spec["dtype"])
+    shape = tuple(int(n) for n in spec["shape"])
+    return np.ndarray(
+        (count, *shape),
+        dtype=dtype,
+        buffer=memory,
+        offset=int(spec["offset"]),
+        strides=(int(spec["stride"]), *c_strides(shape, dtype.itemsize)),
+    )
 
 
 def _returning(value: Any) -> Callable[..., Any]:
@@ -187,6 +214,10 @@ class _Worker:
         self.calibrate = False
         self.device: Device | None = None
         self.slots: list[_Slot] = []
+        self.inputs: list[Any] = []  # each input in every slot, (slot, *shape)
+        self.outputs: Any = None  # the output in every slot
+        self.blank: Any = None  # the no-op's ready output (on a GPU, a device tensor)
+        self.stage = "load"  # what the worker was doing when something failed
 
     def load(self, document: dict[str, Any]) -> None:
         cpu = document.get("cpu")
@@ -216,45 +247,69 @@ class _Worker:
         self.fn = fn
 
     def set_slots(self, document: dict[str, Any], fds: list[int]) -> None:
-        layouts = document["slots"]
-        if len(layouts) != len(fds):
-            raise ValueError(f"{len(layouts)} slot layouts came with {len(fds)} descriptors")
-        slots = []
-        for layout, fd in zip(layouts, fds, strict=True):
-            try:
-                slots.append(_Slot(mmap.mmap(fd, int(layout["size"])), layout, self.np))
-            finally:
+        """Map the one file of this workload's slots (the judge's layout says where each lies)."""
+        try:
+            if len(fds) != 1:
+                raise ValueError(f"the slots came with {len(fds)} descriptors, not 1")
+            memory = mmap.mmap(fds[0], int(document["size"]))
+        finally:
+            for fd in fds:
                 os.close(fd)
-        self.slots = slots
+        count = int(document["count"])
+        self.slots = [_Slot(memory, document, i, self.np) for i in range(count)]
+        self.inputs = [_every_slot(self.np, memory, s, count) for s in document["inputs"]]
+        self.outputs = _every_slot(self.np, memory, document["output"], count)
+        out = document["output"]
+        self.blank = self.np.zeros(tuple(out["shape"]), dtype=self.np.dtype(out["dtype"]))
+        if self.device is not None and self.calibrate:
+            self.blank = self.device._to_device(self.blank)
 
-    def call(self, index: int) -> bytes:
-        """Run one call in slot `index`; the DONE payload (the device time on a GPU)."""
-        np = self.np
-        slot = self.slots[index]
-        out_dtype, out_shape, out_offset = slot.output
+    def window(self, indices: tuple[int, ...]) -> bytes:
+        """One call in each slot named, back to back; the DONE payload (on a GPU, each call's
+        device time in ns)."""
+        slots = [self.slots[index] for index in indices]
         if self.device is not None:
-            inputs = [
-                np.ndarray(shape, dtype=dtype, buffer=slot.memory, offset=offset)
-                for dtype, shape, offset in slot.inputs
-            ]
-            out = np.ndarray(out_shape, dtype=out_dtype, buffer=slot.memory, offset=out_offset)
-            on_device = self.fn if self.fn is not None else (lambda *_: self._blank(slot))
-            return DEVICE_TIME.pack(self.device.call(on_device, inputs, out))
-        # The no-op goes the candidate's whole way but for the work: fresh input views, a
-        # call, the checks and the copy, so what is subtracted is the channel's whole cost.
+            times = [self._on_device(slot) for slot in slots]
+            return struct.pack(f"<{len(times)}q", *times)
+        for slot in slots:
+            self.call(slot.index)
+        return b""
+
+    def _on_device(self, slot: _Slot) -> int:
+        assert self.device is not None
+        inputs = [view[slot.index] for view in self.inputs]
+        out = self.outputs[slot.index]
+        blank = self.blank
+        on_device = self.fn if self.fn is not None else (lambda *_: blank)
+        try:
+            return self.device.call(on_device, inputs, out)
+        finally:
+            self.stage = self.device.stage
+
+    def call(self, index: int) -> None:
+        """One call on a CPU: fresh read-only views over the slot's inputs, the call, the
+        output checked to be exactly the declared array and copied into the slot.
+
+        The trusted no-op goes the same way but for the work and the output's copy: what it
+        costs is what a call that does nothing measures as (the workload's resolution)."""
+        np = self.np
+        out = self.outputs[index]
+        out_dtype, out_shape = out.dtype, out.shape
         fn: Callable[..., Any]
         if self.calibrate:
-            fn = _returning(slot.blank)
+            fn = _returning(self.blank)
         else:
             assert self.fn is not None
             fn = self.fn
         inputs = []
-        for dtype, shape, offset in slot.inputs:
-            array = np.ndarray(shape, dtype=dtype, buffer=slot.memory, offset=offset)
+        for view in self.inputs:
+            array = view[index]
             array.flags.writeable = False
             inputs.append(array)
+        self.stage = "call"
         result = fn(*inputs)
         del inputs
+        self.stage = "output"
         if type(result) is not np.ndarray:
             raise TypeError(f"the output must be a numpy.ndarray, got {_describe(result)}")
         if result.dtype != out_dtype or result.shape != out_shape:
@@ -262,19 +317,10 @@ class _Worker:
                 f"the output must be {out_dtype} of shape {out_shape}, "
                 f"got {result.dtype} of shape {result.shape}"
             )
-        out = np.ndarray(out_shape, dtype=out_dtype, buffer=slot.memory, offset=out_offset)
+        if self.calibrate:
+            return
         np.copyto(out, result, casting="no")
         del out, result
-        return b""
-
-    def _blank(self, slot: _Slot) -> Any:
-        """The calibration no-op on a GPU: a device tensor of the output's dtype and shape."""
-        assert self.device is not None
-        cached = getattr(slot, "device_blank", None)
-        if cached is None:
-            cached = self.device._to_device(slot.blank)
-            slot.device_blank = cached
-        return cached
 
     def ceilings(self, document: dict[str, Any]) -> dict[str, Any]:
         """The device's measured ceilings; only the trusted calibration worker measures."""
@@ -292,11 +338,12 @@ class _Worker:
         }
         while True:
             op, payload, fds = self.channel.receive()
+            self.stage = "load" if op == Op.LOAD else "call"
             try:
                 if op == Op.EXIT:
                     return 0
-                if op == Op.CALL:
-                    self.channel.send(Op.DONE, self.call(slot_index(payload)))
+                if op == Op.CALLS:
+                    self.channel.send(Op.DONE, self.window(slot_indices(payload)))
                     continue
                 if op == Op.CEILINGS:
                     self.channel.send_json(Op.OK, self.ceilings(decode_json(payload)))
@@ -306,16 +353,48 @@ class _Worker:
             except ChannelClosed:
                 raise
             except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt | SystemExit):
-                    message = f"the candidate stopped the worker ({type(exc).__name__})"
-                else:
-                    message = "".join(traceback.format_exception_only(exc)).strip()
-                self.channel.send_json(Op.ERROR, {"message": message[-_MAX_ERROR:]})
+                self.channel.send_json(Op.ERROR, {"message": _error(exc), "stage": self.stage})
+
+
+def _error(exc: BaseException) -> str:
+    """`ExcType: message`, as a traceback's last line says it (at most `_MAX_ERROR` long)."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        message = f"{type(exc).__name__}: the candidate stopped the worker"
+    else:
+        message = "".join(traceback.format_exception_only(exc)).strip()
+    return message[:_MAX_ERROR]  # the head: the exception's type comes first
+
+
+# glibc's mallopt parameters: freed memory below these sizes stays in the process's heap.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_KEEP_BYTES = 1 << 30
+_MMAP_BYTES = 32 << 20  # glibc's largest dynamic threshold on 64-bit
+
+
+def keep_freed_memory() -> None:
+    """Keep freed memory in the heap instead of returning it after every call.
+
+    A fresh process's glibc maps a temporary of a MiB or more and unmaps it when freed, or
+    trims the heap's top after the call, so every call page-faults its temporaries again: a
+    vectorised RMSNorm of 128 x 2048 took 3.6 ms a call in a worker (480 page faults) against
+    0.2 ms in a process that had kept its heap. The same setting for every worker (candidate,
+    rivals, the no-op) measures kernels, not the allocator's defaults. Nothing where the C
+    library is not glibc."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_BYTES)
+    mallopt(_M_TRIM_THRESHOLD, _KEEP_BYTES)
 
 
 def main() -> int:
     """Serve the judge on the inherited channel until it says EXIT or goes away."""
     fd = int(os.environ.pop("KZ_CHANNEL_FD"))
+    keep_freed_memory()
     import numpy
 
     channel = Channel.from_fd(fd)

@@ -84,7 +84,13 @@ def run_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
 
 
 @pytest.fixture
-def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> RunPackage:
+def judge_cpu(worker_id: str) -> int:
+    """The CPU this test process's judges and workers are pinned to (parallel ones apart)."""
+    return _lane(worker_id) % (os.cpu_count() or 1)
+
+
+@pytest.fixture
+def judge_package(tmp_path: Path, sandbox: SandboxBackend, judge_cpu: int) -> RunPackage:
     """Run a judge (benchmark.py source) on a candidate (src files) through the real sandbox."""
 
     def run(
@@ -101,7 +107,7 @@ def judge_package(tmp_path: Path, sandbox: SandboxBackend, worker_id: str) -> Ru
         return judge_task(
             sandbox, tmp_path, benchmark, src, kernel_id=KERNEL_ID, baseline=baseline,
             incumbent=incumbent, reference=reference, confirming=confirming,
-            cpu=_lane(worker_id) % (os.cpu_count() or 1),  # parallel test processes apart
+            cpu=judge_cpu,
             step_timeout_s=step_timeout_s,
             limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),
         )  # fmt: skip

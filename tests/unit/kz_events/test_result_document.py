@@ -31,14 +31,16 @@ pytestmark = pytest.mark.unit
 GOLDEN = Path(__file__).parent / "golden"
 V1 = json.loads((GOLDEN / "result_v1.json").read_text())
 V2 = json.loads((GOLDEN / "result_v2.json").read_text())
+V3 = json.loads((GOLDEN / "result_v3.json").read_text())
 LOWER = Metric(name="latency", unit="us", better="lower")
 HIGHER = Metric(name="bandwidth", unit="GB/s", better="higher")
 
 
-def test_the_golden_documents_pass_the_schema_and_the_harness_writes_version_2() -> None:
-    """Both golden documents are valid; the harness writes the version this view knows."""
+def test_the_golden_documents_pass_the_schema_and_the_harness_writes_version_3() -> None:
+    """Every golden document is valid; the harness writes the version this view knows."""
     assert validate("result", V1) == [] and validate("result", V2) == []
-    assert SCHEMA_VERSION == RESULT_SCHEMA_VERSION == V2["schema_version"] == 2
+    assert validate("result", V3) == []
+    assert SCHEMA_VERSION == RESULT_SCHEMA_VERSION == V3["schema_version"] == 3
 
 
 def test_a_version_1_document_decodes_with_the_new_fields_empty() -> None:
@@ -78,24 +80,61 @@ def test_a_version_2_document_decodes_every_figure() -> None:
     assert doc.flags == (Flag(code="extra_threads", message=V2["flags"][0]["message"]),)
 
 
-@pytest.mark.parametrize("golden", [V1, V2], ids=["v1", "v2"])
+def test_a_version_3_document_decodes_resolutions_rivals_and_validity() -> None:
+    """Each workload's resolution and calls per window, the timing method, what became of each
+    rival and the judge's reading of the validity gate are typed; a version 2 document reads
+    them as absent."""
+    doc = ResultDocument.of(V3)
+    [workload] = doc.workloads
+    assert workload.resolution == V3["workloads"][0]["resolution"] and workload.batch == 85
+    assert doc.timing is not None and doc.timing.method == "batched_window"
+    assert doc.timing.batch == {"r64": 85} and doc.timing.resolution_unit == "us"
+    assert doc.rivals["incumbent"].status == "measured" and not doc.rivals["incumbent"].voided
+    assert doc.rivals["reference"].voided and doc.rivals["reference"].code == "wrong_output"
+    assert doc.validity is not None and doc.validity.measured is False
+    assert doc.failure is None
+    old = ResultDocument.of(V2)
+    assert (old.rivals, old.failure, old.validity) == ({}, None, None)
+    assert old.workloads[0].resolution is None and old.workloads[0].batch is None
+
+
+def test_a_candidates_failure_decodes_with_no_value() -> None:
+    """A failed candidate's document: its failure typed, no headline value."""
+    failed = {
+        **V3,
+        "accepted": False,
+        "reason": "ValueError: boom",
+        "metric": {**V3["metric"], "value": None},
+        "failure": {"who": "candidate", "stage": "call", "error": "ValueError: boom"},
+    }
+    assert validate("result", failed) == []
+    doc = ResultDocument.of(failed)
+    assert doc.failure is not None and (doc.failure.stage, doc.failure.error) == (
+        "call",
+        "ValueError: boom",
+    )
+    assert doc.value is None
+    assert validate("result", {**failed, "failure": {**failed["failure"], "stage": "x"}}) != []
+
+
+@pytest.mark.parametrize("golden", [V1, V2, V3], ids=["v1", "v2", "v3"])
 def test_the_view_round_trips(golden: dict[str, Any]) -> None:
-    """Encoding the view and decoding it again gives the same view; a version 2 view encodes
-    to a valid document (a version 1 one leaves out its default version)."""
+    """Encoding the view and decoding it again gives the same view; a version 2 or 3 view
+    encodes to a valid document (a version 1 one leaves out its default version)."""
     doc = ResultDocument.of(golden)
     encoded = msgspec.json.encode(doc)
     assert ResultDocument.of(encoded) == doc
-    if doc.schema_version == 2:
+    if doc.schema_version >= 2:
         assert validate("result", json.loads(encoded)) == []
 
 
 def test_unknown_fields_of_a_newer_judge_are_ignored() -> None:
     """Extra fields anywhere (a newer judge's) do not break the reader."""
-    newer = {**V2, "schema_version": 3, "provenance": {"x": 1}}
+    newer = {**V2, "schema_version": 4, "provenance": {"x": 1}}
     newer["metric"] = {**V2["metric"], "basis": "geomean"}
     newer["workloads"] = [{**V2["workloads"][0], "energy_j": 0.2}]
     doc = ResultDocument.of(newer)
-    assert doc.schema_version == 3 and doc.value == 41.2 and doc.workloads[0].name == "b8_h4096"
+    assert doc.schema_version == 4 and doc.value == 41.2 and doc.workloads[0].name == "b8_h4096"
 
 
 @pytest.mark.parametrize(

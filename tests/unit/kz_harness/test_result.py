@@ -30,7 +30,7 @@ def test_the_document_goes_to_the_result_channel(monkeypatch: pytest.MonkeyPatch
     with os.fdopen(read) as channel:
         document = json.loads(channel.read())  # ends: the judge's end was closed
     assert document == written
-    assert document["schema_version"] == 2 and document["accepted"] is True
+    assert document["schema_version"] == 3 and document["accepted"] is True
     assert document["workloads"][0]["stats"]["samples"] == [12.0, 12.5, 13.0]
     assert document["correctness"] == {
         "passed": True,

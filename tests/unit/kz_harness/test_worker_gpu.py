@@ -4,6 +4,7 @@ here; docs/gpu.md says how the real path is checked on a lent GPU)."""
 from __future__ import annotations
 
 import contextlib
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -292,3 +293,32 @@ def test_a_worker_under_reporting_its_device_time_shows_it_in_the_gap() -> None:
     lying = [(gap + 1_200_000 + i * 100, 300_000) for i in range(40)]
     codes = [code for code, _ in device_time_problems(lying, gap_ns=gap, spread_ns=spread)]
     assert codes == ["work_outside_events"]
+
+
+def test_a_window_on_a_gpu_answers_each_calls_device_time() -> None:
+    """A window of three calls in the worker: each call on its own slot goes the whole device
+    path (copies in, clean caches, events, copy out) and the DONE carries three device times;
+    the no-op's window goes the same way around a ready tensor."""
+    from kz_harness.channel import make_slots
+    from kz_harness.slots import Draw, SlotSet
+    from kz_harness.worker import _Worker
+
+    torch = FakeTorch()
+    layout = make_slots([("float32", (2, 3), 4)], ("float32", (2, 3), 4), count=3)
+    judge = SlotSet(np, layout)
+    worker = _Worker(None, np)  # type: ignore[arg-type]  # calls made directly
+    worker.device = _device(torch, None)
+    worker.fn = _doubling(torch, "float32")
+    worker.set_slots(layout.to_dict(), [judge.fd])
+    draw = Draw(np, [(np.full((2, 3), float(i), dtype=np.float32),) for i in range(3)])
+    judge.prepare(draw)
+    payload = worker.window((0, 1, 2))
+    assert struct.unpack("<3q", payload) == (250_000, 250_000, 250_000)
+    assert torch.log.count("start on worker") == 3 and torch.log.count("d2h on copy") == 3
+    assert [float(judge.output[i, 0, 0]) for i in range(3)] == [0.0, 2.0, 4.0]
+    noop = _Worker(None, np)  # type: ignore[arg-type]
+    noop.device, noop.calibrate = _device(torch, None), True
+    again = SlotSet(np, layout)
+    noop.set_slots(layout.to_dict(), [again.fd])
+    again.prepare(draw)
+    assert len(noop.window((0, 1))) == 16

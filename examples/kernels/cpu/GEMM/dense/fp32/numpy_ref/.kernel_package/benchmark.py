@@ -27,8 +27,8 @@ def output(workload, inputs):
 BENCHMARK = Benchmark(
     entry="gemm:gemm",
     workloads=[
-        Workload("m64_n64_k64", {"m": 64, "n": 64, "k": 64}),
         Workload("m128_n128_k256", {"m": 128, "n": 128, "k": 256}),
+        Workload("m256_n256_k256", {"m": 256, "n": 256, "k": 256}),
     ],
     make_inputs=make_inputs,
     reference=reference,

@@ -22,8 +22,8 @@ def reference(x):
 BENCHMARK = Benchmark(
     entry="softmax:softmax",
     workloads=[
-        Workload("r16_c1024", {"rows": 16, "cols": 1024}),
-        Workload("r64_c2048", {"rows": 64, "cols": 2048}),
+        Workload("r128_c2048", {"rows": 128, "cols": 2048}),
+        Workload("r32_c8192", {"rows": 32, "cols": 8192}),
     ],
     make_inputs=make_inputs,
     reference=reference,
