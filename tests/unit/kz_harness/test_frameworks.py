@@ -215,7 +215,7 @@ def test_on_a_device_the_call_takes_and_gives_tensors_of_the_slots_dtypes() -> N
 def test_the_worker_loads_a_torch_board_at_load_and_calls_it_as_any(tmp_path: Path) -> None:
     """The worker's LOAD with `framework: torch` builds the call, the trusted no-op loads torch
     too, and a call through a real shared-memory slot writes the output into it."""
-    from kz_harness.channel import make_slot, new_shared_memory
+    from kz_harness.channel import make_slots, new_shared_memory
     from kz_harness.worker import CALIBRATE, _Worker
 
     src = _src(tmp_path, {"kernel.py": "def double(x):\n    return x * 2\n"})
@@ -225,11 +225,11 @@ def test_the_worker_loads_a_torch_board_at_load_and_calls_it_as_any(tmp_path: Pa
     no_op = _Worker(channel=None, np=np)  # type: ignore[arg-type]
     no_op.load({"entry": CALIBRATE, **fields})
     assert no_op.calibrate and "torch" in sys.modules
-    layout = make_slot([("float32", (3,), 4)], ("float32", (3,), 4))
+    layout = make_slots([("float32", (3,), 4)], ("float32", (3,), 4))
     fd, memory = new_shared_memory(layout.size)
     x = np.ndarray((3,), np.float32, buffer=memory, offset=layout.inputs[0].offset)
     x[...] = [1, 2, 3]
-    worker.set_slots({"slots": [layout.to_dict()]}, [fd])
-    assert worker.call(0) == b""
+    worker.set_slots(layout.to_dict(), [fd])
+    worker.call(0)
     out = np.ndarray((3,), np.float32, buffer=memory, offset=layout.output.offset)
     assert out.tolist() == [2.0, 4.0, 6.0]
