@@ -105,7 +105,7 @@ class Timing:
     `slot_bytes` is the memory one worker's slots may take per workload, which caps the calls
     per window. `min_samples` is the least number of timed windows without rivals,
     `min_block_pairs` the least number of rounds beside them; `budget_s` the time per
-    workload (twice that side by side), extended once when the figures are not settled.
+    workload (twice that side by side), extended while the figures are not settled.
     `calibration_calls` empty windows give the channel's round trip (information only).
     """
 

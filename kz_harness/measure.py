@@ -7,7 +7,7 @@ a few short probe windows, from which N is chosen (the same for everyone); warm-
 then timed rounds follow, each round one window per implementation in a random order on the
 same freshly drawn inputs, everyone but the one timed stopped. The no-op is timed in every
 round by the same method: its per-call figure is the workload's resolution. Sampling stops by
-the side-by-side rule or at the budget, once extended when the validity gate says the figures
+the side-by-side rule or at the budget, extended while the validity gate says the figures
 are measured but not settled yet (`kz_harness.stoprule`), and in any case at a time limit.
 """
 
@@ -56,6 +56,9 @@ _FLOOR_QUANTILE = 0.1
 # host the least number of rounds may take several budgets).
 _HARD_BUDGETS = 10
 _HARD_EXTRA_S = 10.0
+# Sampling past the budget while the gate reads the figures as measured but not settled: up
+# to this many budgets more, one at a time, so a noisy moment costs time, not a verdict.
+_EXTENSIONS = 4
 _BROKEN_KEPT = 3  # failed cheap checks kept per workload (one fails the check already)
 
 
@@ -173,7 +176,7 @@ class WorkloadRun:
         )  # fmt: skip
 
     def _sample(self) -> None:
-        """Timed rounds until the stop rule says or the budget is spent (extended once when
+        """Timed rounds until the stop rule says or the budget is spent (extended while
         the validity gate finds the figures measured but not settled); whatever the least
         number of rounds, never past `_HARD_BUDGETS` budgets and `_HARD_EXTRA_S` (a worker can
         make its own windows as long as it likes: threads it leaves behind run in them)."""
@@ -184,7 +187,7 @@ class WorkloadRun:
         started = time.perf_counter()
         deadline = started + budget
         hard = started + _HARD_BUDGETS * budget + _HARD_EXTRA_S
-        extended = False
+        extensions = 0
         self.log_ratios = {impl.name: [] for impl in self._rivals()}
         self._stop = "max_samples"
         for rounds in range(1, timing.max_samples + 1):
@@ -199,9 +202,9 @@ class WorkloadRun:
                 self._stop = "decided"
                 break
             if time.perf_counter() >= deadline:
-                if not extended and self._unsettled():  # the gate: measured, not settled
-                    deadline += 2 * budget
-                    extended = True
+                if extensions < _EXTENSIONS and self._unsettled():  # measured, not settled
+                    deadline += budget
+                    extensions += 1
                     continue
                 self._stop = "budget"
                 break

@@ -43,6 +43,8 @@ MODES = ("auto", "v1", "v2", "none")
 _V1_NEEDED = ("freezer", "cpuacct")
 _WAIT_S = 10.0
 _SWEEP_AGE_S = 600.0
+_V1_CPU_SHARES = 262144  # the most v1 allows: 256 times a process of nice 0
+_V2_CPU_WEIGHT = 10000  # the most v2 allows: 100 times the default
 # The step's first process: join every group (its pid into each cgroup.procs), then exec the
 # sandbox, so no process of the step ever runs outside them. Exit 125 when a join fails.
 JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
@@ -141,7 +143,7 @@ def _v2(mount: Mount, own: Mapping[str, str]) -> Hierarchy | None:
 
 def _v1(mounts: list[Mount], own: Mapping[str, str]) -> Hierarchy | None:
     bases: dict[str, Path] = {}
-    for controller in (*_V1_NEEDED, "pids"):
+    for controller in (*_V1_NEEDED, "pids", "cpu"):
         mount = next((m for m in mounts if controller in m.controllers), None)
         if mount is not None and _writable(_base(mount, own.get(controller, "/"))):
             bases[controller] = _base(mount, own.get(controller, "/"))
@@ -199,6 +201,7 @@ class StepGroup:
                     hierarchy.live.add(folder)
             if max_tasks is not None:
                 self._limit_tasks(max_tasks)
+            self._weigh()
         except OSError as exc:
             self.remove()
             raise ContainmentError(f"cannot make the step's cgroup {self.main}: {exc}") from exc
@@ -207,6 +210,16 @@ class StepGroup:
         pids = self.folders.get("pids", self.main) / "pids.max"
         if pids.exists():
             _write(pids, str(max_tasks))
+
+    def _weigh(self) -> None:
+        """The step's CPU weight over everything else on the host: a measurement shares its
+        CPU with nothing it can avoid sharing it with."""
+        if self.hierarchy.version == 1:
+            shares = self.folders.get("cpu", self.main) / "cpu.shares"
+            if shares.exists():
+                _write(shares, str(_V1_CPU_SHARES))
+        elif (self.main / "cpu.weight").exists():
+            _write(self.main / "cpu.weight", str(_V2_CPU_WEIGHT))
 
     def join_argv(self) -> list[str]:
         """The command prefix that puts a step in this group before it runs anything."""

@@ -58,12 +58,12 @@ def _host(tmp_path: Path, mountinfo: str) -> tuple[Path, Path]:
 
 
 def test_the_hierarchy_is_chosen_by_mode(tmp_path: Path) -> None:
-    """auto on a hybrid host takes v1 (freezer, cpuacct and pids); v2 the unified mount;
+    """auto on a hybrid host takes v1 (freezer, cpuacct, pids and cpu); v2 the unified mount;
     none nothing; anything else is refused naming the choices."""
     mountinfo, cgroup = _host(tmp_path, HYBRID)
     auto = find_hierarchy("auto", mountinfo=mountinfo, cgroup=cgroup)
     assert auto is not None and auto.version == 1
-    assert set(auto.bases) == {"freezer", "cpuacct", "pids"}
+    assert set(auto.bases) == {"freezer", "cpuacct", "pids", "cpu"}
     v2 = find_hierarchy("v2", mountinfo=mountinfo, cgroup=cgroup)
     assert v2 is not None and v2.bases == {"": tmp_path / "cg" / "unified"}
     assert find_hierarchy("none", mountinfo=mountinfo, cgroup=cgroup) is None
