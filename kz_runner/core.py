@@ -25,7 +25,7 @@ from kz_package import PackageError, validate_result_document
 from kz_runner.backends.base import Backend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import StepLimits
-from kz_runner.transport import Lease, Report, RunnerInfo, Transport
+from kz_runner.transport import Lease, LeaseLost, Report, RunnerInfo, Transport
 from kz_runner.workdir import (
     TARBALL,
     baseline_path,
@@ -123,10 +123,16 @@ class Runner:
                 log.warning("runner: event log unavailable, carrying on: %s", exc.message)
                 await asyncio.sleep(1.0)
                 continue
+            except LeaseLost as exc:
+                # Taken from this runner before it ran (its lease lapsed and another runner
+                # claimed it, or it ended): the holder runs it; this runner takes the next.
+                log.info("runner: skipping a task: %s", exc.message)
+                continue
             self.tasks_done += 1
 
     async def process(self, lease: Lease, stop: asyncio.Event | None = None) -> None:
-        """Run one claimed task to its end and report it (or hand it back on shutdown)."""
+        """Run one claimed task to its end and report it (or hand it back on shutdown).
+        Raises `LeaseLost`, having run nothing, when the task was taken from this runner."""
         task = _Task(lease)
         self.current = task
         started = time.monotonic()
