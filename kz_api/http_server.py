@@ -1,4 +1,5 @@
-"""How the API is served: uvicorn's h11 protocol with two timeouts it lacks, and its config.
+"""How the API is served: uvicorn's h11 protocol with two timeouts it lacks, its config, and its
+listening socket, bound before anything else starts so a busy port is one clear line.
 
 A client that takes longer than `head_timeout_s` to send a request head (slow-loris: a byte
 now and then, or nothing at all after connecting) gets a 408 envelope and is closed. A client
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import socket
 import struct
 from typing import Any
@@ -21,8 +23,15 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from kz_api.errors import ErrorBody, ErrorEnvelope
 from kz_events.config import Settings
+from kz_events.errors import ConfigError
 
-__all__ = ["MAX_HEADER_BYTES", "BoundedH11Protocol", "bounded_protocol", "server_config"]
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "BoundedH11Protocol",
+    "bounded_protocol",
+    "listen_socket",
+    "server_config",
+]
 
 # The h11 parser closes a connection whose request head grows past this without ending;
 # uvicorn's httptools parser has no such bound, so a client trickling endless headers would
@@ -137,3 +146,24 @@ def server_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Con
         **overrides,
     }
     return uvicorn.Config(app, **options)
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """The API's socket, bound to `host:port` as uvicorn binds it (address reuse, inheritable),
+    for `uvicorn.Server.serve(sockets=[...])`. A port in use, or an address that cannot be
+    bound, is a `ConfigError` naming the settings that change it."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} is in use; use --port or KZ_PORT") from exc
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); use --port or KZ_PORT, "
+            "and KZ_HOST for the address"
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
