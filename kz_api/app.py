@@ -213,4 +213,5 @@ def create_app(
         # JSON bodies; the upload routes lift it and bound their own by KZ_MAX_UPLOAD_BYTES.
         request_max_body_size=JSON_BODY_BYTES,
         debug=False,
+        logging_config=None,  # the process configures logging once (kz_cli.logs)
     )

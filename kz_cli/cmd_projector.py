@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -20,6 +19,7 @@ from dulwich.errors import NotGitRepository
 
 from kz_cli import aio
 from kz_cli.local import nats_url_for
+from kz_cli.logs import configure_logging
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
@@ -84,7 +84,7 @@ def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awa
 
 
 def _projector(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging()
 
     async def work(elog: EventLog, settings: Settings) -> None:
         projectors = Projectors(elog, settings)

@@ -106,7 +106,7 @@ class Runner:
 
     async def _serve(self, stop: asyncio.Event, max_tasks: int | None) -> None:
         log.info(
-            "runner %s serving %s with %s",
+            "runner: %s serving %s with %s",
             self.info.runner_id,
             ",".join(self.info.arches),
             self.backend.name,
@@ -137,7 +137,10 @@ class Runner:
         self.current = task
         started = time.monotonic()
         log.info(
-            "task %s %s attempt %d: started", lease.submission_id, lease.kernel_id, lease.attempt
+            "runner: task %s %s attempt %d: started",
+            lease.submission_id,
+            lease.kernel_id,
+            lease.attempt,
         )
         beat = asyncio.create_task(self._heartbeat(task))
         watch = asyncio.create_task(self._watch_stop(task, stop)) if stop else None
@@ -150,7 +153,7 @@ class Runner:
             self.current = None
         if task.handed_back:
             await self.transport.hand_back(lease)
-            log.info("task %s: handed back", lease.submission_id)
+            log.info("runner: task %s: handed back", lease.submission_id)
             return
         report = Report(
             outcome=outcome.reason,
@@ -161,7 +164,9 @@ class Runner:
             timings=dict(outcome.timings),
         )
         await self.transport.report(lease, report)
-        log.info("task %s: %s in %.2fs", lease.submission_id, outcome.reason, report.duration_s)
+        log.info(
+            "runner: task %s: %s in %.2fs", lease.submission_id, outcome.reason, report.duration_s
+        )
 
     async def _announce_alive(self) -> None:
         while True:
@@ -169,7 +174,7 @@ class Runner:
             try:
                 await self.transport.runner_heartbeat(busy)
             except KzError as exc:
-                log.warning("runner heartbeat failed: %s", exc.message)
+                log.warning("runner: heartbeat failed: %s", exc.message)
             await asyncio.sleep(self.options.heartbeat_s)
 
     async def _watch_stop(self, task: _Task, stop: asyncio.Event) -> None:
@@ -185,7 +190,9 @@ class Runner:
                 if await self.transport.heartbeat(task.lease, task.phase):
                     task.cancel.set()
             except KzError as exc:
-                log.warning("heartbeat for %s failed: %s", task.lease.submission_id, exc.message)
+                log.warning(
+                    "runner: heartbeat for %s failed: %s", task.lease.submission_id, exc.message
+                )
 
     async def _execute(self, task: _Task) -> TaskOutcome:
         lease = task.lease
@@ -257,7 +264,7 @@ class Runner:
         try:
             remove_tree(base)
         except OSError as exc:  # left for the next start's sweep; the task's result stands
-            log.warning("task dir %s not removed: %s", base, exc)
+            log.warning("runner: task dir %s not removed: %s", base, exc)
 
     def _environment(self) -> dict[str, str]:
         return {
