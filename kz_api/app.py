@@ -24,6 +24,7 @@ from litestar.response.redirect import ASGIRedirectResponse
 from litestar.static_files import create_static_files_router
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from kz_api.body_limit import body_limits
 from kz_api.context import ApiContext
 from kz_api.controllers import (
     EditsController,
@@ -202,7 +203,11 @@ def create_app(
         dependencies={"ctx": Provide(_provide_ctx, sync_to_thread=False)},
         lifespan=[_lifespan(settings, event_log, signer)],
         exception_handlers={Exception: error_response},
-        middleware=[metrics_middleware, webui_slash_middleware],
+        middleware=[
+            metrics_middleware,
+            webui_slash_middleware,
+            body_limits(settings.max_upload_bytes),
+        ],
         cors_config=CORSConfig(allow_origins=["*"]),
         openapi_config=OpenAPIConfig(
             title="kernel zoo API",

@@ -4,7 +4,11 @@ listening socket, bound before anything else starts so a busy port is one clear 
 A client that takes longer than `head_timeout_s` to send a request head (slow-loris: a byte
 now and then, or nothing at all after connecting) gets a 408 envelope and is closed. A client
 that reads nothing of its answer for `stall_s` while the server has more to send (a Server-Sent
-Events reader that stopped reading) is dropped, so a slow reader holds no buffer for long.
+Events reader that stopped reading) is dropped, so a slow reader holds no buffer for long. A
+request answered before its body ended (a body over its limit gets its 413 at once) has the
+rest of its body read and dropped for at most `linger_s` and `linger_bytes`, then the
+connection is closed: a client that sends all before it reads still gets the answer (closing
+on unread data would reset it), and none can make the server read an endless body.
 """
 
 from __future__ import annotations
@@ -64,26 +68,45 @@ class BoundedH11Protocol(H11Protocol):
 
     head_timeout_s: float = 10.0
     stall_s: float = 30.0
+    linger_s: float = 10.0
+    linger_bytes: int = 64 * 1024 * 1024
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._linger_timer: asyncio.TimerHandle | None = None
+        self._lingered = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm_head()
 
     def data_received(self, data: bytes) -> None:
+        if self._linger_timer is not None:
+            self._lingered += len(data)
+            if self._lingered > self.linger_bytes:
+                self._end_linger()
+                return
         if self._head_timer is None and self.conn.their_state is h11.IDLE:
             self._arm_head()  # the next request's head starts on a kept-alive connection
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:
             self._disarm_head()
+        if self.conn.their_state is not h11.SEND_BODY:
+            self._disarm_linger()  # the body ended: the connection serves on
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+            # Answered before the body ended: read and drop the rest, for a while.
+            self._lingered = 0
+            self._linger_timer = self.loop.call_later(self.linger_s, self._end_linger)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_head()
         self._disarm_stall()
+        self._disarm_linger()
         super().connection_lost(exc)
 
     def pause_writing(self) -> None:
@@ -108,6 +131,16 @@ class BoundedH11Protocol(H11Protocol):
         if self._stall_timer is not None:
             self._stall_timer.cancel()
             self._stall_timer = None
+
+    def _disarm_linger(self) -> None:
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
+
+    def _end_linger(self) -> None:
+        self._disarm_linger()
+        if not self.transport.is_closing():
+            self.transport.close()
 
     def _on_head_timeout(self) -> None:
         self._head_timer = None
