@@ -48,7 +48,9 @@ def _wait_runner(up: KzProcess, port: int) -> None:
     wait_for("a runner in /api/health", lambda: _health(port).get("runners"), 90)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name
+)
 def test_nothing_outlives_kz_up(tmp_path: Path, sig: signal.Signals) -> None:
     """Whatever signal ends `kz up` (sent to it alone, not its group), no process it started
     survives it: not its nats-server, which runs in a session of its own. After a SIGKILL,
