@@ -2,7 +2,10 @@
 listening socket, bound before anything else starts so a busy port is one clear line.
 
 A client that takes longer than `head_timeout_s` to send a request head (slow-loris: a byte
-now and then, or nothing at all after connecting) gets a 408 envelope and is closed. A client
+now and then, or nothing at all after connecting) gets a 408 envelope and is closed; bytes that
+arrived but that the server has not read yet (its loop fell behind: thousands of connections
+at once on a busy host) are the server's delay, not the client's, and get up to one more
+`head_timeout_s` to be read. A client
 that reads nothing of its answer for `stall_s` while the server has more to send (a Server-Sent
 Events reader that stopped reading) is dropped, so a slow reader holds no buffer for long. A
 request answered before its body ended (a body over its limit gets its 413 at once) has the
@@ -16,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import socket
 import struct
+import termios
 from typing import Any
 
 import h11
@@ -61,6 +66,7 @@ def _timeout_answer() -> bytes:
 
 _TIMEOUT_ANSWER = _timeout_answer()
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
+HEAD_GRACE_S = 0.25  # one look again at a head that arrived but was not read yet
 
 
 class BoundedH11Protocol(H11Protocol):
@@ -77,6 +83,7 @@ class BoundedH11Protocol(H11Protocol):
         self._stall_timer: asyncio.TimerHandle | None = None
         self._linger_timer: asyncio.TimerHandle | None = None
         self._lingered = 0
+        self._head_grace = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -120,6 +127,7 @@ class BoundedH11Protocol(H11Protocol):
 
     def _arm_head(self) -> None:
         self._disarm_head()
+        self._head_grace = 0.0
         self._head_timer = self.loop.call_later(self.head_timeout_s, self._on_head_timeout)
 
     def _disarm_head(self) -> None:
@@ -146,8 +154,24 @@ class BoundedH11Protocol(H11Protocol):
         self._head_timer = None
         if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
             return
+        if self._unread() and self._head_grace < self.head_timeout_s:
+            # The client sent more than the server has read: read it before judging it.
+            self._head_grace += HEAD_GRACE_S
+            self._head_timer = self.loop.call_later(HEAD_GRACE_S, self._on_head_timeout)
+            return
         self.transport.write(_TIMEOUT_ANSWER)
         self.transport.close()
+
+    def _unread(self) -> bool:
+        """Whether bytes wait in the connection's receive buffer, unread by the server."""
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            pending = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+        except OSError:
+            return False
+        return int(struct.unpack("i", pending)[0]) > 0
 
     def _on_stall(self) -> None:
         self._stall_timer = None
