@@ -4,8 +4,9 @@ listening socket, bound before anything else starts so a busy port is one clear 
 A client that takes longer than `head_timeout_s` to send a request head (slow-loris: a byte
 now and then, or nothing at all after connecting) gets a 408 envelope and is closed; bytes that
 arrived but that the server has not read yet (its loop fell behind: thousands of connections
-at once on a busy host) are the server's delay, not the client's, and get up to one more
-`head_timeout_s` to be read. A client
+at once on a busy host) are the server's delay, not the client's, and get up to
+`HEAD_GRACE_TIMES` more head timeouts to be read (bytes a client trickles are read at once by a
+server that keeps up, so they earn no grace). A client
 that reads nothing of its answer for `stall_s` while the server has more to send (a Server-Sent
 Events reader that stopped reading) is dropped, so a slow reader holds no buffer for long. A
 request answered before its body ended (a body over its limit gets its 413 at once) has the
@@ -67,6 +68,7 @@ def _timeout_answer() -> bytes:
 _TIMEOUT_ANSWER = _timeout_answer()
 _LINGER_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() sends a reset
 HEAD_GRACE_S = 0.25  # one look again at a head that arrived but was not read yet
+HEAD_GRACE_TIMES = 4  # at most this many head timeouts more, while bytes wait unread
 
 
 class BoundedH11Protocol(H11Protocol):
@@ -154,7 +156,7 @@ class BoundedH11Protocol(H11Protocol):
         self._head_timer = None
         if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
             return
-        if self._unread() and self._head_grace < self.head_timeout_s:
+        if self._unread() and self._head_grace < HEAD_GRACE_TIMES * self.head_timeout_s:
             # The client sent more than the server has read: read it before judging it.
             self._head_grace += HEAD_GRACE_S
             self._head_timer = self.loop.call_later(HEAD_GRACE_S, self._on_head_timeout)
