@@ -24,6 +24,7 @@ from litestar.response.redirect import ASGIRedirectResponse
 from litestar.static_files import create_static_files_router
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from kz_api.body_limit import body_limits
 from kz_api.context import ApiContext
 from kz_api.controllers import (
     EditsController,
@@ -207,7 +208,11 @@ def create_app(
         dependencies={"ctx": Provide(_provide_ctx, sync_to_thread=False)},
         lifespan=[_lifespan(settings, event_log, signer), mcp_lifespan],
         exception_handlers={Exception: error_response},
-        middleware=[metrics_middleware, webui_slash_middleware],
+        middleware=[
+            metrics_middleware,
+            webui_slash_middleware,
+            body_limits(settings.max_upload_bytes),
+        ],
         cors_config=CORSConfig(allow_origins=["*"]),
         openapi_config=OpenAPIConfig(
             title="kernel zoo API",
@@ -218,4 +223,5 @@ def create_app(
         # JSON bodies; the upload routes lift it and bound their own by KZ_MAX_UPLOAD_BYTES.
         request_max_body_size=JSON_BODY_BYTES,
         debug=False,
+        logging_config=None,  # the process configures logging once (kz_cli.logs)
     )

@@ -5,6 +5,7 @@ document to `schemas/openapi.yaml` (`python -m kz_api.openapi [PATH]`).
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,9 @@ _DESCRIPTIONS = {
 
 
 def errors(*statuses: int) -> dict[int, ResponseSpec]:
-    """Error envelope answers for `statuses` plus the ones every route may give."""
-    wanted = sorted({*statuses, 400, 500, 503})
+    """Error envelope answers for `statuses` plus the ones every route may give (413: a body
+    over the route's limit, kz_api.body_limit)."""
+    wanted = sorted({*statuses, 400, 413, 500, 503})
     return {
         code: ResponseSpec(
             data_container=ErrorEnvelope,
@@ -62,7 +64,8 @@ def multipart_operation(required: list[str], fields: dict[str, str]) -> type[Ope
     """An Operation class documenting a multipart form that the handler streams itself."""
     schema = _form_schema("package", required, fields)
 
-    class MultipartOperation(Operation):
+    @dataclass
+    class MultipartOperation(Operation):  # a dataclass again: only then is __post_init__ run
         def __post_init__(self) -> None:
             self.request_body = RequestBody(
                 content={"multipart/form-data": OpenAPIMediaType(schema=schema)}, required=True

@@ -18,6 +18,7 @@ from kz_events.errors import ConcurrencyConflict
 from kz_events.events import EventMeta, RunnerHeartbeat, RunnerRegistered
 from kz_events.ids import KernelId
 from kz_events.leasing import LeaseService, ResultReport, TaskLease
+from kz_events.lifecycle import Status
 from kz_events.subjects import encode_token
 from kz_package import validate_result_document
 
@@ -171,15 +172,37 @@ def token_lease(ctx: ApiContext, auth: RunnerAuth, token: str) -> TaskLease:
     )
 
 
-def verify_lease(ctx: ApiContext, auth: RunnerAuth, token: str) -> LeaseClaim:
+async def verify_lease(ctx: ApiContext, auth: RunnerAuth, token: str) -> LeaseClaim:
     """The claim of a lease token the caller may use to download its task's files: the key it
-    was handed to, and the current lease as this replica's read model knows it."""
-    token_lease(ctx, auth, token)
+    was handed to, and the submission's current claim, running. A runner asks for its files
+    right after its claim, which this replica's read model may not have folded yet: where the
+    model does not show the lease, it waits until the model has folded what the log holds of
+    the submission, and the log decides."""
+    lease = token_lease(ctx, auth, token)
     claim = ctx.signer.verify(token)
-    view = ctx.models.submissions.get(claim.submission_id)
-    if view is None or view.state.lease_id != claim.lease_id:
-        raise ApiError(409, "stale_lease", "this lease is not the submission's current claim")
+    if not _holds(ctx, claim):
+        stored = await ctx.log.load(lease.aggregate.subject_filter)
+        if stored:
+            await ctx.models.wait_seq(stored[-1][0], READ_YOUR_WRITES_S)
+        if not _holds(ctx, claim):
+            view = ctx.models.submissions.get(claim.submission_id)
+            status = view.state.status if view is not None else "unknown here"
+            raise ApiError(
+                409,
+                "stale_lease",
+                f"this lease is not the submission's current claim (the submission is {status})",
+                details={"submission_id": claim.submission_id, "status": str(status)},
+            )
     return claim
+
+
+def _holds(ctx: ApiContext, claim: LeaseClaim) -> bool:
+    view = ctx.models.submissions.get(claim.submission_id)
+    return (
+        view is not None
+        and view.state.status is Status.RUNNING
+        and view.state.lease_id == claim.lease_id
+    )
 
 
 async def heartbeat(ctx: ApiContext, auth: RunnerAuth, token: str, phase: str) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -21,13 +20,14 @@ from dulwich.errors import NotGitRepository
 from kz_cli import aio
 from kz_cli.contract import emit
 from kz_cli.local import nats_url_for
+from kz_cli.logs import configure_logging
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
-from kz_projector.archive import ARCHIVE_REF
+from kz_projector.archive import ARCHIVE_BRANCH, ARCHIVE_REF, find_archive
 from kz_projector.audit import AuditReport, run_audit
-from kz_projector.gitproj import utcnow
-from kz_projector.gitstore import open_repo, ref_value
+from kz_projector.gitproj import service_person, utcnow
+from kz_projector.gitstore import open_repo
 from kz_projector.importer import import_path
 from kz_projector.index import render_index
 from kz_projector.index_writer import build_index, write_atomic
@@ -85,7 +85,7 @@ def _with_log(args: argparse.Namespace, work: Callable[[EventLog, Settings], Awa
 
 
 def _projector(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure_logging()
 
     if args.json:
         emit(args, {"state": "starting", "nats_url": args.nats_url})
@@ -133,27 +133,29 @@ def _index(args: argparse.Namespace) -> int:
 FETCH_ARCHIVE = "git fetch origin 'refs/kz/*:refs/kz/*'"
 
 
-def check_archive(path: Path) -> None:
-    """Refuse, with the fix, a clone that lacks the archive ref: a plain `git clone` fetches
-    only branches, and an audit of an absent archive would read as a divergence."""
+def check_archive(path: Path, settings: Settings) -> None:
+    """Refuse, with the fix, a clone that has no archive at all (neither `refs/kz/events` nor
+    the branch `kz-archive` a plain clone fetches: a repo from before that branch, cloned
+    before its projector ran again): an audit of an absent archive would read as a divergence."""
     try:
         repo = open_repo(path, create=False)
     except (FileNotFoundError, NotGitRepository) as exc:
         raise ConfigError(
             f"--from-archive: expected a clone of the kernel repo, got {path}"
         ) from exc
-    if ref_value(repo, ARCHIVE_REF) is None:
+    if find_archive(repo, service_person(settings)) is None:
         raise ConfigError(
-            f"--from-archive: {path} has no {ARCHIVE_REF.decode()}: a plain git clone does not "
-            f"fetch refs/kz/*; fetch the archive first with: cd {path} && {FETCH_ARCHIVE}"
+            f"--from-archive: {path} has no archive ({ARCHIVE_REF.decode()}, or the branch "
+            f"{ARCHIVE_BRANCH.decode().removeprefix('refs/heads/')} a clone fetches); fetch it "
+            f"with: cd {path} && {FETCH_ARCHIVE}"
         )
 
 
 def _audit_from_archive(args: argparse.Namespace) -> AuditReport:
     """Audit a clone alone. The report goes to a scratch directory, never to the data dir of
     a stack that may run here: its audit.json is what `GET /api/audit` serves."""
-    check_archive(args.from_archive)
     settings = load_settings(config_file=args.config)
+    check_archive(args.from_archive, settings)
     with tempfile.TemporaryDirectory(prefix="kz-audit-") as scratch:
         local = msgspec.structs.replace(settings, data_dir=Path(scratch))
         return aio.run(run_audit(local, clock=utcnow, from_archive=args.from_archive))

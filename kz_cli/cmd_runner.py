@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 from pathlib import Path
 from typing import Any
 
 from kz_cli import aio
 from kz_cli.contract import emit
+from kz_cli.logs import configure_logging
 from kz_events.config import Settings, load_settings
 from kz_events.errors import ConfigError
 from kz_events.eventlog import EventLog, LogOptions
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _handle(args: argparse.Namespace) -> int:
     settings = load_settings(config_file=args.config)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging()
     arches = tuple(args.arch or settings.runner_arch)
     if not arches:
         raise ConfigError("KZ_RUNNER_ARCH: expected at least one architecture, e.g. cpu or sm90")

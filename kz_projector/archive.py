@@ -1,10 +1,15 @@
-"""The archive: every event of the log, in order and in batches, on the ref `refs/kz/events`.
+"""The archive: every event of the log, in order and in batches, on the ref `refs/kz/events`,
+and the same commits on the branch `kz-archive`, which a plain `git clone` fetches (it fetches
+branches only): a clone carries the whole log and verifies itself with no other command.
 
 Events are JSON lines `{"seq": N, "subject": "kz.ev.…", "event": {...}}` in segment files
 `segments/NNNNNN.jsonl` of `SEGMENT_SIZE` events each (segment k holds sequences (k-1)*SIZE+1 …
 k*SIZE), so a clone of the kernel repo carries the whole log. The subject is kept so a replay of
 the archive skips what the live readers skip (a misfiled event among them); lines archived before
-it was kept have none. Each batch is one commit and one compare-and-swap.
+it was kept have none. Each batch is one commit and one compare-and-swap of `refs/kz/events`;
+the branch follows it (`Archive.mirror`), and where it fell behind (a crash between the two
+moves, a repo from before the branch) the projector brings it up at its next start or batch.
+A reader takes whichever copy holds the most events (`find_archive`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -30,15 +36,21 @@ from kz_projector.errors import BranchMoved, HistoryDiverged
 from kz_projector.gitstore import Person, Writer, commit_trailers, ref_value
 
 __all__ = [
+    "ARCHIVE_BRANCH",
     "ARCHIVE_REF",
     "SEGMENT_SIZE",
     "Archive",
     "ArchiveProjector",
     "archive_line",
+    "find_archive",
     "segment_name",
 ]
 
+log = logging.getLogger(__name__)
+
 ARCHIVE_REF = Ref(b"refs/kz/events")
+ARCHIVE_BRANCH = Ref(b"refs/heads/kz-archive")  # the copy a plain `git clone` fetches
+CLONED_BRANCH = Ref(b"refs/remotes/origin/kz-archive")  # where a clone keeps it
 SEGMENT_SIZE = 1000
 
 
@@ -91,16 +103,35 @@ def segment_name(seq: int, size: int = SEGMENT_SIZE) -> str:
 
 
 class Archive:
-    """The archive ref of one repo: where it ends, appending a batch, reading it back."""
+    """The archive ref of one repo: where it ends, appending a batch, reading it back. `ref`
+    is the copy read (a clone's `refs/remotes/origin/kz-archive`, see `find_archive`); an
+    archive is written only at `refs/kz/events`, its branch following."""
 
-    def __init__(self, repo: BaseRepo, service: Person, segment_size: int = SEGMENT_SIZE) -> None:
+    def __init__(
+        self,
+        repo: BaseRepo,
+        service: Person,
+        segment_size: int = SEGMENT_SIZE,
+        *,
+        ref: Ref = ARCHIVE_REF,
+    ) -> None:
         self.repo = repo
         self.service = service
         self.size = segment_size
         self.writer = Writer(repo)
+        self.ref = ref
 
     def head(self) -> ObjectID | None:
-        return ref_value(self.repo, ARCHIVE_REF)
+        return ref_value(self.repo, self.ref)
+
+    def mirror(self) -> None:
+        """Bring the branch `kz-archive` to the archive's head (compare-and-swap from where it
+        is: a writer that moved it meanwhile moved it forward, and the next batch looks again)."""
+        head, branch = self.head(), ref_value(self.repo, ARCHIVE_BRANCH)
+        if head is None or branch == head:
+            return
+        if not self.writer.move(branch, head, ARCHIVE_BRANCH):
+            log.info("archive: %s moved meanwhile; the next batch moves it", ARCHIVE_BRANCH)
 
     def archived_seq(self) -> int:
         head = self.head()
@@ -110,7 +141,7 @@ class Archive:
         assert isinstance(commit, Commit)
         value = commit_trailers(commit).get("Kz-Archive-Seq")
         if value is None:
-            raise HistoryDiverged(f"{ARCHIVE_REF.decode()} head lacks a Kz-Archive-Seq trailer")
+            raise HistoryDiverged(f"{self.ref.decode()} head lacks a Kz-Archive-Seq trailer")
         return int(value)
 
     def _segments(self, head: ObjectID | None) -> Tree:
@@ -159,8 +190,11 @@ class Archive:
             subject=f"archive events {items[0][0]}..{last}",
             trailers=[("Kz-Archive-Seq", str(last))],
         )
+        if self.ref != ARCHIVE_REF:
+            raise HistoryDiverged(f"the archive is written at {ARCHIVE_REF.decode()}, not here")
         if not self.writer.move(head, commit, ARCHIVE_REF):
             raise BranchMoved(f"{ARCHIVE_REF.decode()} moved while archiving; resuming")
+        self.mirror()
         return last
 
     def lines(self) -> Iterator[Archived]:
@@ -173,6 +207,17 @@ class Archive:
                 line = msgspec.json.decode(raw, type=_Line)
                 stored = base64.b64decode(line.raw) if line.raw is not None else bytes(line.event)
                 yield item.path.decode(), line.seq, line.subject, stored
+
+
+def find_archive(repo: BaseRepo, service: Person) -> Archive | None:
+    """The repo's archive to read: of `refs/kz/events`, the branch `kz-archive` and a clone's
+    `origin/kz-archive`, the copy holding the most events; None when it has none."""
+    found = [
+        Archive(repo, service, ref=ref)
+        for ref in (ARCHIVE_REF, ARCHIVE_BRANCH, CLONED_BRANCH)
+        if ref_value(repo, ref) is not None
+    ]
+    return max(found, key=lambda archive: archive.archived_seq(), default=None)
 
 
 class ArchiveProjector:
@@ -199,6 +244,7 @@ class ArchiveProjector:
             pending.clear()
 
     async def catch_up(self) -> int:
+        self.archive.mirror()  # a crash between the two moves, or a repo from before the branch
         pending: list[Record] = []
         async for record in self.elog.replay_raw(self.archive.archived_seq() + 1):
             pending.append(record)

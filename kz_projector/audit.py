@@ -1,6 +1,7 @@
 """Audit: replay the log into an empty repo and compare with the live projections.
 
-The log comes from the stream, or from the archive ref of a clone alone. The report lists every
+The log comes from the stream, or from the archive of a clone alone (a plain `git clone` has it
+on `origin/kz-archive`, kz_projector.archive). The report lists every
 divergence: main's head, each `committed` event's commits, each kernel's scoreboard, index.json,
 the stream against the archive (a lost event or segment on either side), and submissions claimed
 longer ago than their time limit that never ended. It also lists every stored message the
@@ -26,7 +27,7 @@ from kz_events.lifecycle import OPEN, Status, SubmissionState, evolve
 from kz_events.port import LogPort, Stored, lease_signs
 from kz_events.screen import Screen
 from kz_package.archive import PACKAGE_DIR
-from kz_projector.archive import Archive
+from kz_projector.archive import Archive, find_archive
 from kz_projector.errors import HistoryDiverged
 from kz_projector.gitfold import Applied, GitFold
 from kz_projector.gitproj import service_person
@@ -321,6 +322,8 @@ async def run_audit(
         (None, None) if from_archive else _index_seq(settings.effective_index_path)
     )
     archive = Archive(live, service_person(settings))
+    if from_archive is not None:
+        archive = find_archive(live, service_person(settings)) or archive
     screen = Screen("audit", keep=None)
     if from_archive is not None:
         packages: PackageSource = GitPackages(live)

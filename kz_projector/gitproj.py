@@ -284,7 +284,10 @@ class GitProjector:
         """Append `committed` for an applied result, unless the log has it already.
 
         `existing`: the commit was made by an earlier run (found on the branch at start); the
-        append reuses its event id, so the log stores it once, and the line says so."""
+        append reuses its event id, so the log stores it once, and the line says so. Its
+        decision is made on the submission as the log holds it, not on the fold of the log up
+        to the branch head, which ends before the `committed` events of the head's batch:
+        an announcement the log has already is then nothing to do, and says nothing."""
         assert applied.submission_id is not None and applied.source is not None
         meta = EventMeta(
             event_id=committed_event_id(applied.submission_id, applied.source),
@@ -299,9 +302,8 @@ class GitProjector:
         )
         aggregate = Submission.of(applied.kernel_id, applied.submission_id)
         try:
-            done = await execute(
-                self.elog, aggregate, command, expected=self.subs.get(applied.submission_id)
-            )
+            seen = None if existing else self.subs.get(applied.submission_id)
+            done = await execute(self.elog, aggregate, command, expected=seen)
         except RuleViolation as exc:
             log.info("git projector: not announcing %s: %s", applied.submission_id, exc.message)
             return

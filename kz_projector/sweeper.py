@@ -156,6 +156,19 @@ def lost_tasks(
     return [e.submission_id for e in endings(tasks, beats, now, lease_s, grace_s, **rule)]  # type: ignore[arg-type]
 
 
+def _open_task(sid: str, state: SubmissionState) -> OpenTask:
+    assert state.claimed_at is not None
+    return OpenTask(
+        sid,
+        state.attempt,
+        state.last_attempt,
+        state.claimed_at,
+        state.first_claimed_at,
+        state.result_seq is not None,
+        state.max_attempts,
+    )
+
+
 class Sweeper:
     """Follows open submissions; ends the lapsed and overdue ones with `Fail` (by `execute`)."""
 
@@ -215,23 +228,18 @@ class Sweeper:
         await self.catch_up()
         return await self._sweep_tracked()
 
-    def _open_tasks(self) -> list[OpenTask]:
-        return [
-            OpenTask(
-                sid,
-                s.attempt,
-                s.last_attempt,
-                s.claimed_at,
-                s.first_claimed_at,
-                s.result_seq is not None,
-                s.max_attempts,
-            )
+    def _running(self) -> dict[str, SubmissionState]:
+        """The claimed submissions as tracked now: a copy, because the follow goes on tracking
+        (and drops the ones that end) during every await of a pass."""
+        return {
+            sid: s
             for sid, s in self.subs.items()
             if s.status is Status.RUNNING and s.claimed_at is not None
-        ]
+        }
 
     async def _sweep_tracked(self) -> list[str]:
-        tasks = self._open_tasks()
+        running = self._running()
+        tasks = [_open_task(sid, state) for sid, state in running.items()]
         now = self.clock()
         quiet = [
             t
@@ -239,9 +247,9 @@ class Sweeper:
             if not t.has_result
             and now - t.claimed_at > timedelta(seconds=self.lease_s + self.grace_s)
         ]
-        beats = {t.submission_id: await self._beat(t.submission_id) for t in quiet}
+        beats = {t.submission_id: await self._beat(running[t.submission_id]) for t in quiet}
         gone = self.gone | await self._unheld(
-            [t.submission_id for t in quiet if t.attempt < t.max_attempts]
+            {t.submission_id: running[t.submission_id] for t in quiet if t.attempt < t.max_attempts}
         )
         ended = []
         for task in tasks:
@@ -250,7 +258,10 @@ class Sweeper:
             for ending in endings(
                 [task], beats, now, self.lease_s, self.grace_s, limit_s=limit, gone=gone
             ):
-                if await self.fail(ending.submission_id, ending.reason, code=ending.code):
+                judged = running[ending.submission_id]
+                if await self.fail(
+                    ending.submission_id, ending.reason, code=ending.code, judged=judged
+                ):
                     log.warning(
                         "sweeper: %s failed (%s): %s",
                         ending.submission_id,
@@ -260,25 +271,24 @@ class Sweeper:
                     ended.append(ending.submission_id)
         return sorted(ended)
 
-    async def _beat(self, sid: str) -> datetime | None:
+    async def _beat(self, state: SubmissionState) -> datetime | None:
         """The newest heartbeat of the task's current lease."""
-        state = self.subs[sid]
         beat = await self.elog.last_live(
-            live_subject("task", KernelId.parse(state.kernel_id).arch, sid)
+            live_subject("task", KernelId.parse(state.kernel_id).arch, state.submission_id)
         )
         if getattr(beat, "lease_id", None) != state.lease_id:
             return None
         occurred = getattr(beat, "occurred_at", None)
         return occurred if isinstance(occurred, datetime) else None
 
-    async def _unheld(self, sids: list[str]) -> set[str]:
-        """Which of `sids` the task consumer of their architecture no longer holds: their
+    async def _unheld(self, states: Mapping[str, SubmissionState]) -> set[str]:
+        """Which of the tasks the task consumer of their architecture no longer holds: their
         `submitted` lies at or below its ack floor, so it was acknowledged. A consumer that
         does not exist (yet) delivers the whole queue once made, so it holds everything; one
         that cannot be read now holds everything until the next pass."""
         by_arch: dict[str, list[str]] = {}
-        for sid in sids:
-            by_arch.setdefault(KernelId.parse(self.subs[sid].kernel_id).arch, []).append(sid)
+        for sid, state in states.items():
+            by_arch.setdefault(KernelId.parse(state.kernel_id).arch, []).append(sid)
         unheld: set[str] = set()
         for arch, group in by_arch.items():
             floor = await self.elog.task_ack_floor(arch)
@@ -287,14 +297,29 @@ class Sweeper:
             unheld |= {sid for sid in group if self.submitted_seq.get(sid, floor + 1) <= floor}
         return unheld
 
-    async def fail(self, sid: str, reason: str, *, code: str = "runner_lost") -> bool:
+    async def fail(
+        self,
+        sid: str,
+        reason: str,
+        *,
+        code: str = "runner_lost",
+        judged: SubmissionState | None = None,
+    ) -> bool:
         """End an open submission as `failed`; False when the rules refuse (it ended
-        meanwhile) or it kept changing (the next pass looks again)."""
-        state = self.subs.get(sid)
+        meanwhile) or it kept changing (the next pass looks again). `judged` is the state the
+        ending was judged on: a submission claimed again since then is left alone, because
+        the ending was about a lease it no longer has."""
+        state = judged or self.subs.get(sid)
         if state is None:
             return False
+        lease_id = state.lease_id
 
-        def failing(_: SubmissionState) -> Fail:
+        def failing(current: SubmissionState) -> Fail:
+            if judged is not None and current.lease_id != lease_id:
+                raise RuleViolation(
+                    f"submission {sid} was claimed again since the sweeper judged it",
+                    code="stale_lease",
+                )
             meta = EventMeta(event_id=self.new_id(), occurred_at=self.clock(), actor=self.actor)
             return Fail(meta=meta, code=code, reason=reason)
 

@@ -26,7 +26,7 @@ from kz_runner.backends.base import Backend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.gpuguard import DeviceBusy
 from kz_runner.limits import StepLimits
-from kz_runner.transport import Lease, Report, RunnerInfo, Transport
+from kz_runner.transport import Lease, LeaseLost, Report, RunnerInfo, Transport
 from kz_runner.workdir import (
     TARBALL,
     baseline_path,
@@ -107,7 +107,7 @@ class Runner:
 
     async def _serve(self, stop: asyncio.Event, max_tasks: int | None) -> None:
         log.info(
-            "runner %s serving %s with %s",
+            "runner: %s serving %s with %s",
             self.info.runner_id,
             ",".join(self.info.arches),
             self.backend.name,
@@ -124,15 +124,24 @@ class Runner:
                 log.warning("runner: event log unavailable, carrying on: %s", exc.message)
                 await asyncio.sleep(1.0)
                 continue
+            except LeaseLost as exc:
+                # Taken from this runner before it ran (its lease lapsed and another runner
+                # claimed it, or it ended): the holder runs it; this runner takes the next.
+                log.info("runner: skipping a task: %s", exc.message)
+                continue
             self.tasks_done += 1
 
     async def process(self, lease: Lease, stop: asyncio.Event | None = None) -> None:
-        """Run one claimed task to its end and report it (or hand it back on shutdown)."""
+        """Run one claimed task to its end and report it (or hand it back on shutdown).
+        Raises `LeaseLost`, having run nothing, when the task was taken from this runner."""
         task = _Task(lease)
         self.current = task
         started = time.monotonic()
         log.info(
-            "task %s %s attempt %d: started", lease.submission_id, lease.kernel_id, lease.attempt
+            "runner: task %s %s attempt %d: started",
+            lease.submission_id,
+            lease.kernel_id,
+            lease.attempt,
         )
         beat = asyncio.create_task(self._heartbeat(task))
         watch = asyncio.create_task(self._watch_stop(task, stop)) if stop else None
@@ -149,7 +158,7 @@ class Runner:
             self.current = None
         if task.handed_back:
             await self.transport.hand_back(lease)
-            log.info("task %s: handed back", lease.submission_id)
+            log.info("runner: task %s: handed back", lease.submission_id)
             return
         report = Report(
             outcome=outcome.reason,
@@ -160,7 +169,9 @@ class Runner:
             timings=dict(outcome.timings),
         )
         await self.transport.report(lease, report)
-        log.info("task %s: %s in %.2fs", lease.submission_id, outcome.reason, report.duration_s)
+        log.info(
+            "runner: task %s: %s in %.2fs", lease.submission_id, outcome.reason, report.duration_s
+        )
 
     async def _announce_alive(self) -> None:
         while True:
@@ -168,7 +179,7 @@ class Runner:
             try:
                 await self.transport.runner_heartbeat(busy)
             except KzError as exc:
-                log.warning("runner heartbeat failed: %s", exc.message)
+                log.warning("runner: heartbeat failed: %s", exc.message)
             await asyncio.sleep(self.options.heartbeat_s)
 
     async def _watch_stop(self, task: _Task, stop: asyncio.Event) -> None:
@@ -184,7 +195,9 @@ class Runner:
                 if await self.transport.heartbeat(task.lease, task.phase):
                     task.cancel.set()
             except KzError as exc:
-                log.warning("heartbeat for %s failed: %s", task.lease.submission_id, exc.message)
+                log.warning(
+                    "runner: heartbeat for %s failed: %s", task.lease.submission_id, exc.message
+                )
 
     async def _execute(self, task: _Task) -> TaskOutcome:
         lease = task.lease
@@ -257,7 +270,7 @@ class Runner:
         try:
             remove_tree(base)
         except OSError as exc:  # left for the next start's sweep; the task's result stands
-            log.warning("task dir %s not removed: %s", base, exc)
+            log.warning("runner: task dir %s not removed: %s", base, exc)
 
     def _environment(self) -> dict[str, str]:
         return {

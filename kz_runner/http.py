@@ -8,11 +8,23 @@ from typing import Any, BinaryIO
 import httpx
 
 from kz_events.errors import KzError, LogUnavailable
-from kz_runner.transport import Lease, Report, RunnerInfo
+from kz_runner.transport import Lease, LeaseLost, Report, RunnerInfo
 
 __all__ = ["HttpTransport"]
 
 MAX_LOG_BYTES = 1024 * 1024
+
+
+def _lost(lease: Lease, response: httpx.Response) -> LeaseLost:
+    """The API's 409 (`stale_lease`) on a download: the task is not this runner's any more."""
+    try:
+        said = str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        said = response.text[:300]
+    return LeaseLost(
+        f"task {lease.submission_id} attempt {lease.attempt} is no longer this runner's: {said}",
+        details={"submission_id": lease.submission_id, "attempt": lease.attempt},
+    )
 
 
 class HttpTransport:
@@ -81,6 +93,9 @@ class HttpTransport:
         async with self.client.stream("GET", url, headers=headers) as response:
             if response.status_code == 404:
                 raise KzError(f"package of {lease.submission_id} not found")
+            if response.status_code == 409:
+                await response.aread()
+                raise _lost(lease, response)
             if response.status_code != 200:
                 raise KzError(f"{url}: HTTP {response.status_code}")
             async for chunk in response.aiter_bytes():
@@ -94,6 +109,8 @@ class HttpTransport:
         response = await self.client.get(url, headers=token)
         if response.status_code == 404:
             return None
+        if response.status_code == 409:
+            raise _lost(lease, response)
         if response.status_code != 200:
             raise KzError(f"{url}: HTTP {response.status_code}")
         return response.content

@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
-__all__ = ["Lease", "Report", "RunnerInfo", "Transport"]
+from kz_events.errors import KzError
+
+__all__ = ["Lease", "LeaseLost", "Report", "RunnerInfo", "Transport"]
+
+
+class LeaseLost(KzError):
+    """The task was taken from this runner before it ran it: its lease is no longer the
+    submission's current claim (it lapsed and another runner claimed it, or the submission
+    ended). The runner skips the task; whoever holds it now runs it."""
+
+    code = "stale_lease"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,10 +72,12 @@ class Transport(Protocol):
         """Keep the claim alive; True when the submission was cancelled meanwhile."""
 
     async def fetch_package(self, lease: Lease, sink: BinaryIO) -> None:
-        """Write the package's tarball into `sink` (a file, or memory for a small package)."""
+        """Write the package's tarball into `sink` (a file, or memory for a small package).
+        Raises `LeaseLost` when the lease is no longer the task's current claim."""
 
     async def fetch_judge(self, lease: Lease) -> bytes | None:
-        """Main's trusted judge bundle for the kernel (a small tar.gz); None when none exists."""
+        """Main's trusted judge bundle for the kernel (a small tar.gz); None when none exists.
+        Raises `LeaseLost` when the lease is no longer the task's current claim."""
 
     async def report(self, lease: Lease, report: Report) -> None:
         """Store the log, append the result and finish the claim."""

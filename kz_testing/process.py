@@ -1,6 +1,7 @@
 """Support code for kernel zoo's tests and benchmarks: a command (usually `kz …`) run as its own
 process group with its output in a log file, a wait for `GET /api/health`, and a stop that
-sends SIGTERM, then SIGKILL, to the whole group.
+sends SIGTERM, then SIGKILL, to the whole group. The command also gets SIGTERM when the process
+that started it dies (kz_events.lifeline), so a test run that is killed leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from kz_events.lifeline import spawn_tied
 
 __all__ = [
     "HEALTH_PATH",
@@ -64,7 +67,7 @@ class KzProcess:
         with self.log_path.open("ab") as sink:
             sink.write(f"\n=== start #{self.starts}: {' '.join(self.argv)}\n".encode())
             sink.flush()
-            self.popen = subprocess.Popen(
+            self.popen = spawn_tied(
                 self.argv,
                 env=dict(self.env),
                 cwd=self.cwd,

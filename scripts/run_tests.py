@@ -1,14 +1,30 @@
-"""Run every pytest layer once with coverage, then apply the coverage gates.
+"""Run every layer of the suite, report each, and fail if any failed.
 
-Gates: the whole project >= 80 %, and each pure core (kz_events and the pure modules of the
-other packages) >= 90 %. pytest's "no tests collected" (exit 5) counts as a failure here.
+Layers, in order: lint (ruff), types (mypy), unit and integration tests (in parallel), the
+browser tests, the system tests, the two coverage gates (the whole project >= 80 %, each pure
+core >= 90 %) and the web UI's JavaScript tests (node). Every layer runs whatever happened to
+the ones before it, so one red layer does not hide the state of the others; the report at the
+end gives each layer's result, its counts and its time, and the exit code is 1 when any layer
+failed. pytest's "no tests collected" (exit 5) counts as a failure.
+
+    python scripts/run_tests.py              # every layer
+    python scripts/run_tests.py lint types   # some of them (names as in the report)
+
+`KZ_TEST_WORKERS` (default 2) sets the workers of the parallel layer.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 TOTAL_GATE = 80
@@ -20,59 +36,155 @@ PURE_CORES = [
     "kz_package/yaml_safe.py",
     "kz_harness/stats.py",
 ]
+TAIL_BYTES = 64 * 1024
 
 
-def run(*argv: str) -> int:
+@dataclass
+class Outcome:
+    """One layer's result: passed, failed or skipped, what it counted, how long it took."""
+
+    layer: str
+    result: str
+    counts: str
+    seconds: float
+
+
+def junit_counts(xml_text: str) -> str:
+    """`N passed, F failed, E errors, S skipped` from a pytest JUnit XML report."""
+    root = ET.fromstring(xml_text)  # noqa: S314 - written by pytest a moment ago
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = {key: 0 for key in ("tests", "failures", "errors", "skipped")}
+    for suite in suites:
+        for key in total:
+            total[key] += int(suite.get(key, "0"))
+    passed = total["tests"] - total["failures"] - total["errors"] - total["skipped"]
+    return (
+        f"{passed} passed, {total['failures']} failed, {total['errors']} errors, "
+        f"{total['skipped']} skipped"
+    )
+
+
+def tap_counts(output: str) -> str:
+    """`N passed, F failed, S skipped` from the TAP summary of `node --test`."""
+    found = dict(re.findall(r"^# (pass|fail|skipped) (\d+)", output, re.M))
+    passed, failed, skipped = (found.get(key, "0") for key in ("pass", "fail", "skipped"))
+    return f"{passed} passed, {failed} failed, {skipped} skipped"
+
+
+def last_line(output: str) -> str:
+    """The last line a tool printed: its own summary (ruff, mypy, coverage)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1][:100] if lines else ""
+
+
+def report(outcomes: Sequence[Outcome]) -> str:
+    """The table printed at the end: one row per layer, then the verdict."""
+    width = max([len(o.layer) for o in outcomes] + [5])
+    rows = [f"{'layer':<{width}}  {'result':<7}  {'time':>8}  counts"]
+    for o in outcomes:
+        rows.append(f"{o.layer:<{width}}  {o.result:<7}  {o.seconds:>7.1f}s  {o.counts}")
+    failed = [o.layer for o in outcomes if o.result == "failed"]
+    rows.append(f"FAILED: {', '.join(failed)}" if failed else "every layer passed")
+    return "\n".join(rows)
+
+
+def run(argv: Sequence[str]) -> tuple[int, str]:
+    """Run `argv` with its output shown as it comes; its exit code and the end of its output."""
     print("+", " ".join(argv), flush=True)
-    return subprocess.call(argv)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert process.stdout is not None
+    tail = b""
+    while chunk := os.read(process.stdout.fileno(), 65536):
+        sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        tail = (tail + chunk)[-TAIL_BYTES:]
+    return process.wait(), tail.decode(errors="replace")
 
 
-def main() -> int:
-    py = sys.executable
-    workers = os.environ.get("KZ_TEST_WORKERS", "2")
-    common = ["--cov", "--cov-report=", "-q", "-p", "no:cacheprovider"]
-    # Fast layers in parallel. The browser tests run on their own: Playwright's sync API
-    # keeps an event loop running in the test thread, which asyncio tests cannot share.
-    # The system layer runs last and alone: its processes and faults need the cores.
-    code = run(
-        py,
-        "-m",
-        "pytest",
-        "-m",
-        "unit or integration",
-        "-n",
-        workers,
-        "--dist",
-        "loadfile",
-        *common,
-    )
-    if code != 0:
-        return code
-    for layer in ("webui", "system"):
-        code = run(py, "-m", "pytest", "-m", layer, "--cov-append", *common)
-        if code != 0:
-            return code
-    code = run(py, "-m", "coverage", "report", f"--fail-under={TOTAL_GATE}", "--skip-covered")
-    if code != 0:
-        print(f"coverage gate: the project must be covered >= {TOTAL_GATE} %", file=sys.stderr)
-        return code
-    present = [pattern for pattern in PURE_CORES if _exists(pattern)]
-    code = run(
-        py,
-        "-m",
-        "coverage",
-        "report",
-        f"--fail-under={PURE_GATE}",
-        "--include=" + ",".join(present),
-    )
-    if code != 0:
-        print(f"coverage gate: pure cores must be covered >= {PURE_GATE} %", file=sys.stderr)
-    return code
+class Suite:
+    """The layers, sharing one coverage data file and a folder for the JUnit reports."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.py = sys.executable
+        self.scratch = scratch
+        self.workers = os.environ.get("KZ_TEST_WORKERS", "2")
+        self.covered = False  # a pytest layer has written coverage data in this run
+
+    def layers(self) -> dict[str, Callable[[], tuple[str, str]]]:
+        return {
+            "lint": self.lint,
+            "types": lambda: self.tool([self.py, "-m", "mypy"]),
+            "unit+integration": lambda: self.pytest(
+                "unit or integration", "-n", self.workers, "--dist", "loadfile"
+            ),
+            "webui": lambda: self.pytest("webui"),
+            "system": lambda: self.pytest("system"),
+            "coverage": lambda: self.gate(f"--fail-under={TOTAL_GATE}", "--skip-covered"),
+            "coverage-pure": lambda: self.gate(
+                f"--fail-under={PURE_GATE}",
+                "--include=" + ",".join(p for p in PURE_CORES if any(Path().glob(p))),
+            ),
+            "js": self.js,
+        }
+
+    def tool(self, argv: list[str]) -> tuple[str, str]:
+        code, out = run(argv)
+        return ("passed" if code == 0 else "failed"), last_line(out)
+
+    def lint(self) -> tuple[str, str]:
+        check, out = run([self.py, "-m", "ruff", "check", "."])
+        form, out2 = run([self.py, "-m", "ruff", "format", "--check", "."])
+        result = "passed" if check == 0 and form == 0 else "failed"
+        return result, f"check: {last_line(out)}; format: {last_line(out2)}"
+
+    def pytest(self, marker: str, *extra: str) -> tuple[str, str]:
+        xml = self.scratch / f"{re.sub(r'[^a-z]+', '-', marker)}.xml"
+        append = ["--cov-append"] if self.covered else []
+        argv = [self.py, "-m", "pytest", "-m", marker, *extra, "--cov", "--cov-report=", *append]
+        code, _ = run([*argv, "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"])
+        self.covered = True
+        counts = junit_counts(xml.read_text()) if xml.is_file() else "no report"
+        if code == 5:
+            counts = "no tests collected"
+        return ("passed" if code == 0 else "failed"), counts
+
+    def gate(self, *options: str) -> tuple[str, str]:
+        if not self.covered:
+            return "skipped", "no test layer ran in this run"
+        code, out = run([self.py, "-m", "coverage", "report", *options])
+        total = re.findall(r"^TOTAL.*?(\d+(?:\.\d+)?)%\s*$", out, re.M)
+        return ("passed" if code == 0 else "failed"), (
+            f"{total[-1]} %" if total else last_line(out)
+        )
+
+    def js(self) -> tuple[str, str]:
+        node, folder = shutil.which("node"), Path("tests/webui/js")
+        if node is None or not folder.is_dir():
+            return "skipped", "node or tests/webui/js missing"
+        code, out = run([node, "--test", "--test-reporter=tap", f"{folder}/"])
+        return ("passed" if code == 0 else "failed"), tap_counts(out)
 
 
-def _exists(pattern: str) -> bool:
-    return any(Path().glob(pattern))
+def main(argv: Sequence[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="kz-tests-") as scratch:
+        suite = Suite(Path(scratch))
+        layers = suite.layers()
+        wanted = list(argv) or list(layers)
+        unknown = [name for name in wanted if name not in layers]
+        if unknown:
+            print(f"unknown layers {unknown}; the layers are {list(layers)}", file=sys.stderr)
+            return 2
+        if any(name in wanted for name in ("unit+integration", "webui", "system")):
+            run([sys.executable, "-m", "coverage", "erase"])
+        outcomes = []
+        for name in wanted:
+            started = time.monotonic()
+            result, counts = layers[name]()
+            outcomes.append(Outcome(name, result, counts, time.monotonic() - started))
+            print(f"=== {name}: {result} ({counts})", flush=True)
+    print("\n" + report(outcomes), flush=True)
+    return 1 if any(o.result == "failed" for o in outcomes) else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -146,7 +146,7 @@ class RunnerController(Controller):
     async def package(
         self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], lease_token: LeaseHeader
     ) -> Response[bytes]:
-        claim = _task_claim(ctx, runner, submission_id, lease_token)
+        claim = await _task_claim(ctx, runner, submission_id, lease_token)
         view = ctx.models.submissions[claim.submission_id]
         return await _object(ctx, PACKAGES_BUCKET, view.submitted.package_digest, "package")
 
@@ -159,17 +159,17 @@ class RunnerController(Controller):
     async def judge(
         self, ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], lease_token: LeaseHeader
     ) -> Response[bytes]:
-        claim = _task_claim(ctx, runner, submission_id, lease_token)
+        claim = await _task_claim(ctx, runner, submission_id, lease_token)
         bundle = await runner_bundle(ctx.log, claim.kernel_id)
         if bundle is None:
             raise ApiError(404, "object_not_found", "main has no judge bundle for this kernel")
         return Response(bundle, media_type="application/gzip")
 
 
-def _task_claim(
+async def _task_claim(
     ctx: Ctx, runner: RunnerDep, submission_id: FromPath[str], token: str
 ) -> LeaseClaim:
-    claim = verify_lease(ctx, runner, token)
+    claim = await verify_lease(ctx, runner, token)
     if claim.submission_id != submission_id:
         raise ApiError(409, "stale_lease", "the lease token is for another submission")
     return claim

@@ -116,12 +116,20 @@ def _statuses(client: httpx.Client, ids: list[str]) -> dict[str, str]:
     return out
 
 
-def _wait_terminal(up: Up, ids: list[str], timeout_s: float) -> dict[str, str]:
-    deadline = time.monotonic() + timeout_s
+def _wait_terminal(up: Up, ids: list[str], quiet_s: float) -> dict[str, str]:
+    """The statuses once every submission ended, or once none ended for `quiet_s`: the backlog
+    of the three rounds (hundreds of tasks, as many as the submitters got in) takes its time on
+    a busy host, and what fails the promise is a stall, not a slow runner."""
+    ended, progress = -1, time.monotonic()
     with httpx.Client(base_url=up.base_url, timeout=10) as client:
         while True:
             statuses = _statuses(client, ids)
-            if all(s in TERMINAL for s in statuses.values()) or time.monotonic() > deadline:
+            now_ended = sum(s in TERMINAL for s in statuses.values())
+            if now_ended == len(statuses):
+                return statuses
+            if now_ended > ended:
+                ended, progress = now_ended, time.monotonic()
+            elif time.monotonic() - progress > quiet_s:
                 return statuses
             time.sleep(0.3)
 
@@ -187,7 +195,7 @@ def test_every_202_answered_submission_ends_after_sigkills(tmp_path: Path) -> No
                 thread.join(timeout=30)
             accepted += ids
         up.start()
-        statuses = _wait_terminal(up, accepted, timeout_s=60)
+        statuses = _wait_terminal(up, accepted, quiet_s=60)
         left = {sid: s for sid, s in statuses.items() if s not in TERMINAL}
         assert not left, f"not ended: {left}\n{up.tail()}"
         assert open_at_kill > 0, "no kill found work in flight"

@@ -361,6 +361,9 @@ async def test_endless_request_head_is_cut_off(api: ApiProcess) -> None:
     """A client that sends header lines without end is answered or dropped after a bounded
     amount, instead of the server buffering it all."""
     reader, writer = await asyncio.open_connection("127.0.0.1", api.port)
+    # A small send buffer, so what went out is what the server took plus a little in flight,
+    # not megabytes the kernel queues for a server that is slow to answer on a busy host.
+    writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
     answered = asyncio.create_task(read_all(reader, 60))  # a client stops once answered
     sent = 0
     try:

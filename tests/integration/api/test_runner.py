@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from api_helpers import KERNEL, RESULT_DOC, Api, import_kernel, put_judge, stream_events, tarball
 
+from kz_api.readmodel import ReadModels
 from kz_events.events import RunnerRegistered, SubmissionClaimed, SubmissionResult
 from kz_events.subjects import LOGS_BUCKET
 
@@ -190,3 +191,75 @@ async def test_claim_by_get_query(api: Api) -> None:
         "/api/runner/claim", params={"runner_id": "r1", "wait_s": 2}, headers=CPU
     )
     assert resp.status_code == 200 and resp.json()["attempt"] == 1
+
+
+class HeldFold:
+    """Holds the app's event fold: events stay unfolded until a request waits for the read
+    model to reach them, as on a replica whose fold lags the log (under load, or behind
+    another replica's claim)."""
+
+    def __init__(self, models: ReadModels) -> None:
+        self.models = models
+        self.apply, self.wait_seq = models.apply, models.wait_seq
+        self.held: list[tuple[int, Any]] | None = []
+        self.waited = 0
+        models.apply = self._apply  # type: ignore[method-assign]
+        models.wait_seq = self._wait_seq  # type: ignore[method-assign]
+
+    def _apply(self, seq: int, event: Any) -> None:
+        if self.held is None:
+            self.apply(seq, event)
+        else:
+            self.held.append((seq, event))
+
+    async def _wait_seq(self, seq: int, timeout_s: float) -> bool:
+        self.waited += 1
+        held, self.held = self.held or [], None
+        for item in held:
+            self.apply(*item)
+        return await self.wait_seq(seq, timeout_s)
+
+
+@keyed
+async def test_a_download_right_after_the_claim_waits_for_the_read_model(api: Api) -> None:
+    """A runner asks for its package before this replica's read model folded its claim: the
+    log shows the lease is current, so the download waits for the fold and succeeds."""
+    assert (await _register(api)).status_code == 200
+    assert (await api.submit(tarball())).status_code == 202
+    fold = HeldFold(api.ctx.models)
+    resp = await api.client.post(
+        "/api/runner/claim", json={"runner_id": "r1", "wait_s": 2}, headers=CPU
+    )
+    assert resp.status_code == 200, resp.text
+    offer = resp.json()
+    assert api.ctx.models.submissions[offer["submission_id"]].state.lease_id is None  # not folded
+
+    pkg = await api.client.get(
+        offer["package_url"], headers={**CPU, "X-Lease-Token": offer["lease_token"]}
+    )
+
+    assert pkg.status_code == 200, pkg.text
+    assert fold.waited == 1 and pkg.content[:2] == b"\x1f\x8b"
+
+
+@keyed
+async def test_a_download_for_a_task_taken_over_is_a_stale_lease(api: Api) -> None:
+    """A runner that handed its task back (or lost it) and asks for its package after another
+    runner claimed the next attempt gets 409 stale_lease, naming the submission's state."""
+    first = await _claimed(api)
+    headers = {**CPU, "X-Lease-Token": first["lease_token"]}
+    back = await api.client.post(
+        "/api/runner/heartbeat",
+        json={"lease_token": first["lease_token"], "phase": "handed_back"},
+        headers=CPU,
+    )
+    assert back.status_code == 200
+    resp = await api.client.post(
+        "/api/runner/claim", json={"runner_id": "r1", "wait_s": 5}, headers=CPU
+    )
+    assert resp.status_code == 200 and resp.json()["attempt"] == 2, resp.text
+
+    for url in (first["package_url"], first["judge_url"]):
+        stale = await api.client.get(url, headers=headers)
+        assert stale.status_code == 409 and _code(stale) == "stale_lease", stale.text
+        assert "running" in stale.json()["error"]["message"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import subprocess
 from pathlib import Path
 
@@ -215,3 +216,35 @@ async def test_a_failed_judgement_stops_the_referee_with_its_own_error(
     with pytest.raises(LogUnavailable, match="the log stayed away"):
         await asyncio.wait_for(running, timeout=10)
     projectors.close()
+
+
+async def test_a_restarted_projector_says_nothing_of_commits_the_log_announced(
+    event_log: EventLog,
+    settings: Settings,
+    clock: Clock,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Started again over a branch whose commits the log has announced, the git projector
+    appends nothing and logs none of them again (its fold ends at the branch head, before the
+    head batch's `committed` events, so it asks the log)."""
+    digest = await store_package(event_log, write_package(tmp_path / "p1", KID))
+    for value in (5.0, 4.0, 3.0):
+        await submit_and_run(event_log, clock, KID, digest, value)
+    first = Projectors(event_log, settings, clock=clock)
+    try:
+        await first.catch_up()
+    finally:
+        first.close()
+    before = await event_log.last_seq()
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="kz_projector.gitproj")
+
+    again = Projectors(event_log, settings, clock=clock)
+    try:
+        await again.catch_up()
+    finally:
+        again.close()
+
+    assert await event_log.last_seq() == before
+    assert [r.getMessage() for r in caplog.records if r.name == "kz_projector.gitproj"] == []

@@ -129,3 +129,55 @@ async def test_http_runner_hands_its_task_back_on_shutdown(
     claims = [(e.runner_id, e.attempt) for e in events if isinstance(e, SubmissionClaimed)]
     assert claims == [("leaving", 1), ("taker", 2)]
     shutil.rmtree(tmp_path / "leaving", ignore_errors=True)
+
+
+class Replaying(HttpTransport):
+    """An HTTP transport that hands its runner one lease it holds no more, then none, and
+    stops the runner: a task taken from it between its claim and its download."""
+
+    def __init__(self, base_url: str, lost: Lease, stop: asyncio.Event) -> None:
+        super().__init__(base_url, KEY)
+        self.lost: list[Lease] = [lost]
+        self.stop = stop
+
+    async def next_task(self, wait_s: float) -> Lease | None:
+        if self.lost:
+            return self.lost.pop()
+        self.stop.set()
+        return None
+
+
+async def test_an_http_runner_skips_a_task_taken_from_it(
+    nats_server: EmbeddedServer, event_log: EventLog, tmp_path: Path
+) -> None:
+    """A runner whose lease another runner took over before it downloaded the package gets
+    409 stale_lease, skips the task and serves on: no result, no error, the holder's claim
+    stands."""
+    async with api_server(_settings(nats_server, tmp_path), event_log) as url:
+        sid = await _submit(url, RMSNORM, tmp_path)
+        first = HttpTransport(url, KEY)
+        await first.register(
+            RunnerInfo(runner_id="late", arches=("cpu",), device="cpu", backend="stub")
+        )
+        lost = await first.next_task(5.0)
+        assert lost is not None and lost.attempt == 1
+        await first.hand_back(lost)
+        await first.close()
+        holder = HttpTransport(url, KEY)
+        await holder.register(
+            RunnerInfo(runner_id="holder", arches=("cpu",), device="cpu", backend="stub")
+        )
+        taken = await holder.next_task(5.0)
+        assert taken is not None and taken.attempt == 2
+        stop = asyncio.Event()
+        info = RunnerInfo(runner_id="late", arches=("cpu",), device="cpu", backend="stub")
+        options = RunnerOptions(workdir=tmp_path / "late", heartbeat_s=0.5, poll_s=1.0)
+        late = Runner(info, Replaying(url, lost, stop), get_backend("stub"), options)
+
+        await asyncio.wait_for(late.run(stop), timeout=20)
+
+        assert late.tasks_done == 0
+        await holder.close()
+    state, events = await state_of(event_log, "cpu", sid)
+    assert not [e for e in events if isinstance(e, SubmissionResult)]
+    assert (str(state.status), state.lease_id, state.attempt) == ("running", taken.lease_id, 2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,13 @@ import pytest
 
 from kz_events.commands import Submission, execute
 from kz_events.config import load_settings
-from kz_events.events import EventMeta, SubmissionCommitted, SubmissionResult
+from kz_events.events import (
+    Event,
+    EventMeta,
+    SubmissionCommitted,
+    SubmissionResult,
+    UnknownEvent,
+)
 from kz_events.lifecycle import (
     Cancel,
     Claim,
@@ -134,6 +141,66 @@ async def test_the_sweeper_leaves_a_task_that_ended_after_its_fold() -> None:
     clock.now += timedelta(seconds=LEASE_S + 1)
     assert await sweeper.fail(sid, "lost") is False
     assert await _status(log, sid) == (Status.CANCELLED, "cancelled")
+
+
+class InterleavedLog(MemoryLog):
+    """A memory log that runs `between` once, inside the next heartbeat lookup: what the
+    sweeper's follow does while a pass awaits the live stream, made to happen at one point."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.between: Callable[[], Awaitable[None]] | None = None
+
+    async def last_live(self, subject: str) -> Event | UnknownEvent | None:
+        between, self.between = self.between, None
+        if between is not None:
+            await between()
+        return await super().last_live(subject)
+
+
+async def test_a_sweep_survives_submissions_ending_during_its_awaits() -> None:
+    """A lapsed task that ends while the pass awaits another's heartbeat (the follow drops it
+    from the tracked set) is neither a crash nor failed; the other lapsed task is."""
+    log, clock = InterleavedLog(), Clock()
+    first = await _claimed(log, clock, max_attempts=1)
+    second = await _claimed(log, clock, max_attempts=1)
+    sweeper = _sweeper(log, clock)
+    await sweeper.catch_up()
+
+    async def cancel_second() -> None:
+        await execute(log, Submission.of(KID, second), Cancel(meta=_meta(clock, "alice")))
+        await sweeper.catch_up()  # the follow tracks it: the submission leaves `subs`
+
+    log.between = cancel_second
+    clock.now += timedelta(seconds=LEASE_S + 1)
+    assert await sweeper.sweep() == [first]
+    assert second not in sweeper.subs
+    assert await _status(log, first) == (Status.FAILED, "runner_lost")
+    assert await _status(log, second) == (Status.CANCELLED, "cancelled")
+
+
+async def test_a_sweep_leaves_a_task_claimed_again_during_its_awaits() -> None:
+    """An ending judged on one lease is not applied to the next one: a task its runner lost
+    and another runner claimed while the pass looked at heartbeats stays running."""
+    log, clock = InterleavedLog(), Clock()
+    await log.ensure_task_consumer("cpu", lease_s=LEASE_S)
+    sid = await _claimed(log, clock, max_attempts=3)
+    task = await log.next_task("cpu", 0.1)
+    assert task is not None
+    await log.settle_task(task.reply, Settle.ACK)  # the queue no longer holds it: it would end
+    sweeper = _sweeper(log, clock)
+    clock.now += timedelta(seconds=LEASE_S + 1)
+
+    async def claim_again() -> None:
+        claim = Claim(meta=_meta(clock, "r2"), runner_id="r2", lease_id="L2", attempt=2)
+        await execute(log, Submission.of(KID, sid), claim)
+
+    await sweeper.catch_up()
+    log.between = claim_again
+    assert await sweeper.sweep() == []
+    sub = Submission.of(KID, sid)
+    state = sub.fold(await log.load(sub.subject_filter))
+    assert (state.status, state.lease_id, state.attempt) == (Status.RUNNING, "L2", 2)
 
 
 def _result_doc(value: float) -> dict[str, Any]:
