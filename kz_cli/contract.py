@@ -108,8 +108,11 @@ _TRANSIENT_CODES = frozenset(
 )  # fmt: skip
 
 
+GENERIC_FIX = "read the message; run the command with --help"
+
+
 def fix_for(code: str) -> str:
-    return _FIXES.get(code, "read the message; run the command with --help")
+    return _FIXES.get(code, GENERIC_FIX)
 
 
 class CliError(KzError):
@@ -205,7 +208,10 @@ def emit_error(args: argparse.Namespace | None, error: CliError) -> None:
     if args is not None and getattr(args, "json", False):
         print(json.dumps(document(_command_of(args), error_doc(error)), default=str), flush=True)
         return
-    print(f"kz: {error.code}: {error.message} (fix: {error.fix})", file=sys.stderr)
+    # One line for a person: the message, which says what to do, then a fix only where there
+    # is one to add (JSON always carries the code and the fix).
+    fix = "" if error.fix == GENERIC_FIX else f" (fix: {error.fix})"
+    print(f"kz: {error.message}{fix}", file=sys.stderr)
 
 
 def _command_of(args: argparse.Namespace) -> str:

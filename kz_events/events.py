@@ -105,13 +105,16 @@ class _Base(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
         return str(type(self).__struct_config__.tag)
 
 
-class PackageSummary(msgspec.Struct, frozen=True, kw_only=True):
+class PackageSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """What the board shows of a package's desc.yaml, read once when the package is checked,
     so no projection has to fetch the package again to title a kernel."""
 
     title: str = ""
     language: str = "other"
     metric: dict[str, str] | None = None
+    # A board imported from a problem set: desc.yaml's `x-problem` as the board shows it (the
+    # set, the problem, its version, source and commit, the licence and its conditions).
+    problem: dict[str, Any] | None = None
 
 
 class TripwireHit(msgspec.Struct, frozen=True, kw_only=True):

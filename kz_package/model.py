@@ -42,6 +42,7 @@ class Desc(msgspec.Struct, frozen=True, kw_only=True):
     reference: str | None = None
     tags: tuple[str, ...] = ()
     license: str | None = None
+    problem: dict[str, Any] | None = None  # `x-problem`: where an imported board came from
 
     def summary(self) -> PackageSummary:
         """What the board shows of this package, carried by its `submitted` event."""
@@ -49,13 +50,38 @@ class Desc(msgspec.Struct, frozen=True, kw_only=True):
             title=self.title,
             language=self.language,
             metric=self.metric.fields(),
+            problem=problem_note(self.problem),
         )
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> Desc:
-        """Build from schema-valid data; `x-` fields are left out."""
+        """Build from schema-valid data; `x-` fields are left out but for `x-problem`."""
         plain = {k: v for k, v in data.items() if not k.startswith("x-")}
-        return msgspec.convert(plain, cls)
+        problem = data.get("x-problem")
+        return msgspec.convert(
+            {**plain, "problem": problem if isinstance(problem, dict) else None}, cls
+        )
+
+
+_PROBLEM_FIELDS = ("format", "id", "board_version", "source", "commit")
+_LICENCE_FIELDS = ("spdx", "title", "conditions")
+_NOTE_CHARS = 2000
+
+
+def problem_note(problem: object) -> dict[str, Any] | None:
+    """What a board shows of an imported problem (`x-problem`): its plain fields and its
+    licence's, as strings of bounded length; None for anything else."""
+    if not isinstance(problem, dict):
+        return None
+    note: dict[str, Any] = {
+        k: str(problem[k])[:_NOTE_CHARS] for k in _PROBLEM_FIELDS if problem.get(k) is not None
+    }
+    licence = problem.get("licence")
+    if isinstance(licence, dict):
+        note["licence"] = {
+            k: str(licence[k])[:_NOTE_CHARS] for k in _LICENCE_FIELDS if licence.get(k)
+        }
+    return note or None
 
 
 @dataclass(frozen=True, slots=True)

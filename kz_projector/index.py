@@ -576,6 +576,7 @@ def _kernel_doc(state: IndexState, info: KernelInfo) -> dict[str, Any]:
         "title": facts.title if facts else kid.name,
         "language": facts.language if facts else "other",
         "metric": (facts.metric if facts and facts.metric else None) or info.metric,
+        **({"problem": facts.problem} if facts and facts.problem else {}),
         "best": _best(info),
         "current": _current(info),
         "score": score.doc() if (score := _kernel_score(state, info)) else None,

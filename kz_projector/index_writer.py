@@ -18,6 +18,7 @@ from kz_events.eventlog import EventLog, Stored, take
 from kz_events.events import PackageSummary
 from kz_events.fanout import Follower
 from kz_events.screen import Screen
+from kz_package.model import problem_note
 from kz_projector.errors import PackageUnavailable
 from kz_projector.index import (
     IndexState,
@@ -44,6 +45,7 @@ async def facts_of(packages: PackageSource, digest: str) -> PackageSummary:
         metric={k: str(metric[k]) for k in ("name", "unit", "better") if k in metric}
         if isinstance(metric, dict)
         else None,
+        problem=problem_note(desc.get("x-problem")),
     )
 
 

@@ -146,6 +146,7 @@ class SandboxProcess:
         self.info_read = info_read
         self.group = group
         self.frozen = False
+        self.killed = False  # set before its processes are killed and its group removed
         self.init = sandbox_init_pid(info_read, wait_s=10.0)
         self.namespace = _pid_namespace(self.init) if self.init else None
         self.helpers = {child.pid, *([self.init] if self.init else [])}
@@ -179,7 +180,16 @@ class SandboxProcess:
 
     def inspect(self) -> dict[str, int]:
         """Processes, threads and CPU time of the step, read by the host: from its cgroup
-        (bubblewrap's two processes left out), `main_cpu_ns` its oldest process's main thread."""
+        (bubblewrap's two processes left out), `main_cpu_ns` its oldest process's main thread.
+        A step already killed (its output over the limit) has nothing left to count."""
+        try:
+            return self._inspect()
+        except OSError:
+            if not self.killed:
+                raise
+            return {"processes": 0, "threads": 0, "cpu_ns": 0, "main_cpu_ns": 0}
+
+    def _inspect(self) -> dict[str, int]:
         members = self.members()
         if self.group is None:
             return proc_view(members)
@@ -196,7 +206,15 @@ class SandboxProcess:
 
     def signal(self, signum: int) -> None:
         """STOP and CONT freeze and thaw the cgroup (where there is one); any other signal, or
-        without a cgroup, goes to every process of the step."""
+        without a cgroup, goes to every process of the step. A step already killed (its output
+        over the limit, its group gone) has nothing left to signal."""
+        try:
+            self._signal(signum)
+        except OSError:
+            if not self.killed:
+                raise
+
+    def _signal(self, signum: int) -> None:
         if self.group is not None and signum in (_SIGSTOP, _SIGCONT):
             if signum == _SIGSTOP:
                 self.group.freeze()
@@ -210,6 +228,7 @@ class SandboxProcess:
 
     def kill(self) -> None:
         """Kill every process of the step and wait until none is left (then its cgroup goes)."""
+        self.killed = True
         if self.group is not None:
             self.group.kill()
         elif self.init is not None:

@@ -43,6 +43,7 @@ if verdict == "error":
 if verdict == "hang":
     time.sleep(3600)
 stats = {k: value for k in ("median", "mean", "min", "max", "p10", "p90")}
+samples = [value] * 5  # the samples the validity gate reads: no interval, no record
 write_result(
     accepted=verdict == "accept",
     reason="system test verdict " + verdict,

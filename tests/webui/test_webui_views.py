@@ -174,7 +174,7 @@ def test_kernel_page_draws_the_history_chart_with_hover_and_files(
     assert page.locator(".stats .stat").count() == 5
     assert "#1" in page.locator(".stats").inner_text()  # the other kernel's estimate ranks nothing
     workloads = page.locator("section.card:has(h2:text-is('Workloads'))").inner_text()
-    assert "rows=16 cols=1024" in workloads
+    assert "rows=128 cols=2048" in workloads
     assert page.locator("section.card:has(h2:has-text('Attempts')) tbody tr").count() == 2
     page.locator(".file-btn", has_text="src/softmax.py").click()
     page.wait_for_function("document.querySelector('pre.file-view').textContent.includes('def ')")
@@ -281,3 +281,30 @@ def test_unknown_kernel_says_so(page: Any, webui_base_url: str, page_problems: A
     page.wait_for_selector(".state-empty")
     assert "cpu/Norm/RMSNorm/fp32/nope" in page.locator(".state-empty").inner_text()
     assert json.dumps(page_problems.items).count("404") >= 1
+
+
+def test_an_imported_board_says_where_its_problem_came_from_and_its_licence(
+    page: Any, webui_base_url: str
+) -> None:
+    """A board whose reference kernel index.json marks as imported names its set and problem
+    and shows the licence's conditions, from index.json alone (no request per board)."""
+    index = json.loads(render_accepted(BOARD))
+    reference = "sm90/Attention/MHA/fp16/torch_sdpa_ref"
+    for kernel in index["kernels"]:
+        if kernel["id"] == reference:
+            kernel["problem"] = {
+                "format": "gpumode",
+                "id": "matmul_py",
+                "licence": {"spdx": "LicenseRef-x", "conditions": "Attribute the authors."},
+            }
+    body = json.dumps(index)
+    page.route(
+        "**/api/index.json*",
+        lambda route: route.fulfill(status=200, content_type="application/json", body=body),
+    )
+    _open(page, webui_base_url, "#/board/sm90/Attention/MHA/fp16")
+    note = page.locator(".problem-note .licence-conditions")
+    note.wait_for()
+    text = note.inner_text()
+    assert "Imported from GPU MODE (matmul_py)" in text
+    assert "Attribute the authors." in text

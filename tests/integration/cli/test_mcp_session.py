@@ -126,7 +126,10 @@ async def test_stdio_from_the_boards_to_a_committed_kernel(stack: tuple[str, Pat
             session, "submit_files", {"files": with_src(start["files"], WRONG)}
         )
         assert not failed and wrong["status"] == "rejected"
-        assert wrong["error"]["code"] == "rejected" and "submission_log" in wrong["error"]["fix"]
+        # the code says why (the referee's), the fix what to do about any rejection
+        assert (
+            wrong["error"]["code"] == "wrong_output" and "submission_log" in wrong["error"]["fix"]
+        )
         assert "all zeros" in wrong["error"]["message"]
         failed, log = await call(
             session, "submission_log", {"submission_id": wrong["submission_id"]}

@@ -167,7 +167,7 @@ def test_import_submit_and_export(stack: Stack, case: Case) -> None:
 
     right = _candidate(case, stack, board["board"], "correct", case.correct)
     code, status = kz(stack, "submit", str(right), "--server", stack.url, "--submitter", "ada")
-    assert code == 0 and status["status"] == "committed", status
+    assert code == 0 and status["status"] == "committed", (status.get("error"), status)
     wrong = _candidate(case, stack, board["board"], "wrong", case.wrong)
     code, status = kz(stack, "submit", str(wrong), "--server", stack.url, "--submitter", "eve")
     assert code == 1 and status["status"] == "rejected", status

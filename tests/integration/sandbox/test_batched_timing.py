@@ -6,7 +6,6 @@ error."""
 from __future__ import annotations
 
 import os
-import statistics
 import textwrap
 import timeit
 from collections.abc import Callable
@@ -72,8 +71,10 @@ BASELINE = "schema_version: 1\nkernel_id: cpu/Norm/RMSNorm/fp32/sandbox_test\nbe
 
 class _Direct:
     """The function timed directly in this process on the board's shapes, pinned to the CPU
-    the judge uses and in repeats about as long as the judge's windows (so a busy host slows
-    both alike): every repeat's per-call time."""
+    the judge uses and in repeats about as long as the judge's windows: every repeat's per-call
+    time. The fastest repeat is timeit's own reading of what the code costs (the others met
+    other processes; the judge's worker runs at the runner's CPU weight, which this process
+    has not)."""
 
     def __init__(self, source: str, cpu: int) -> None:
         space: dict[str, Any] = {}
@@ -96,8 +97,8 @@ class _Direct:
         self.per_call_s += [s / number for s in seconds]
 
     @property
-    def median_us(self) -> float:
-        return statistics.median(self.per_call_s) * 1e6
+    def best_us(self) -> float:
+        return min(self.per_call_s) * 1e6
 
 
 ATTEMPTS = 3
@@ -124,7 +125,7 @@ def test_a_kernel_far_below_the_channels_cost_is_measured_as_timeit_measures_it(
         assert workload["batch"] > 1 and 0 < workload["resolution"] < workload["stats"]["median"]
         assert outcome.result["timing"]["batch"] == {workload["name"]: workload["batch"]}
         direct.time(number=workload["batch"])
-        seen.append((workload["stats"]["median"], direct.median_us, workload["resolution"]))
+        seen.append((workload["stats"]["median"], direct.best_us, workload["resolution"]))
         if 1 / 1.5 < seen[-1][0] / seen[-1][1] < 1.5:
             return
     pytest.fail(f"judged, timeit and resolution in us, each attempt: {seen}")

@@ -184,3 +184,30 @@ def test_inspect_counts_cpu_of_processes_that_have_exited(
     _tried(bytes(worker.buffer.data), "exited_child")
     assert seen["processes"] == 1
     assert seen["cpu_ns"] - seen["main_cpu_ns"] >= 250_000_000
+
+
+def test_a_worker_killed_for_its_output_is_gone_for_every_later_operation(
+    contained: SandboxBackend, tmp_path: Path
+) -> None:
+    """A worker whose output passes its limit is killed by the runner while the judge may be
+    about to stop, resume or count it: each of those then finds nothing left, never an error
+    that would end the judge (the candidate's flood is the candidate's failure)."""
+    workdir = tmp_path / "worker-flood"
+    workdir.mkdir(mode=0o755)
+    flood = "import time\nprint('x' * 100000, flush=True)\ntime.sleep(60)"
+    step = StepSpec(
+        argv=(contained.python, "-I", "-c", flood),
+        workdir=workdir, env={"LANG": "C.UTF-8"}, timeout_s=60,
+        limits=StepLimits(memory_bytes=1024 * MIB, max_output_bytes=4096),
+        uid=contained.worker_uid_base + 7,
+    )  # fmt: skip
+    worker = contained.spawn(step)
+    deadline = time.monotonic() + 20
+    while not worker.killed and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert worker.killed
+    worker.reader.join(10)
+    worker.signal(signal.SIGSTOP)
+    worker.signal(signal.SIGCONT)
+    assert worker.inspect()["processes"] == 0
+    worker.output()

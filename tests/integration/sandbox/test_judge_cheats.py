@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kz_runner.execute import TaskOutcome
+from kz_runner.limits import StepLimits
 from kz_testing.cheats import BUSY_THREAD, FORK_PER_CALL, HONEST, JUDGE
 
 pytestmark = pytest.mark.integration
@@ -403,14 +404,37 @@ def test_trivial_outputs_and_precision_downgrade_are_rejected(
         HONEST
         + f"""
 import numpy as np
+_said = []
 def rmsnorm(x, w, _honest=rmsnorm):
-    print("TRIED {family}", flush=True)
+    if not _said:
+        print("TRIED {family}", flush=True)
+        _said.append(1)
     {body}
 """
     )
     outcome = judge_package(JUDGE, {"kernel.py": cheat})
     _tried(outcome, family)
     _rejected(outcome)
+
+
+def test_a_worker_killed_for_its_output_is_the_candidates_failure(
+    judge_package: JudgePackage,
+) -> None:
+    """A candidate that prints past its output limit is killed by the runner mid-run; every
+    later stop, resume and count of it finds nothing left, and the task ends with the
+    candidate's own failure, never the judge's."""
+    cheat = (
+        HONEST
+        + """
+def rmsnorm(x, w, _honest=rmsnorm):
+    print("TRIED flood " + "x" * 4000, flush=True)
+    return _honest(x, w)
+"""
+    )
+    limits = StepLimits(max_output_bytes=64 * 1024)
+    outcome = judge_package(JUDGE, {"kernel.py": cheat}, limits=limits)
+    _tried(outcome, "flood")
+    assert _rejected(outcome)["failure"]["who"] == "candidate"
 
 
 # --- files, modules, environment ---------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from kz_events.events import (
     BoardReviewed,
     KernelImported,
+    PackageSummary,
     SubmissionAccepted,
     SubmissionSuspectCleared,
     SubmissionSuspected,
@@ -86,6 +87,19 @@ def test_imported_board_is_reviewed_and_a_submitted_one_is_not() -> None:
     assert ranked[1]["unranked"] == "no interval: an estimate from figures measured apart"
     kernels = {k["id"]: k for k in doc["kernels"]}
     assert kernels[OLD]["board_reviewed"] is True and kernels[NEW]["board_reviewed"] is False
+    assert validate("index", doc) == []
+
+
+def test_an_imported_problems_origin_and_licence_reach_the_kernels_entry() -> None:
+    """The problem a board was imported from (its reference's `x-problem`, carried by the
+    summary) is on the kernel's index entry, for the board page to show without a request;
+    a kernel of no problem set has none."""
+    problem = {"format": "gpumode", "id": "matmul", "licence": {"conditions": "Attribute."}}
+    summary = PackageSummary(title="matmul", language="python", metric=METRIC, problem=problem)
+    imported = msgspec.structs.replace(IMPORTED, summary=summary)
+    doc = _fold([imported, _accepted(2, NEW, "s1", 3.0)])
+    kernels = {k["id"]: k for k in doc["kernels"]}
+    assert kernels[OLD]["problem"] == problem and "problem" not in kernels[NEW]
     assert validate("index", doc) == []
 
 

@@ -210,6 +210,8 @@ function lazyBoard(key, raws, ranking, info) {
     judgeKernel: info?.judge_kernel ?? null,
     referenceId: reference,
     referenceCommit: info?.reference?.commit ?? null,
+    /** Where an imported board's problem came from: its reference kernel's `problem`. */
+    problem: (reference && raws.find((r) => r.id === reference)?.problem) || null,
     get built() {
       return built !== null;
     },

@@ -1,7 +1,6 @@
 // Leaderboards: the overview of every board (#/) and one full board (#/board/a/o/s/q),
 // with filters, search, sortable columns, paging, live updates and time travel.
 
-import { api } from '../api.js';
 import { empty, failure, fill, h, loading, replaceKeepingFocus, setTitle, time } from '../dom.js';
 import { indexAt, indexStore } from '../live.js';
 import { describeMetric, formatNumber, formatTimestamp, shortId } from '../lib/format.js';
@@ -136,7 +135,6 @@ export function createBoardsView(ctx) {
     );
   }
 
-  const problems = new Map(); // reference kernel → its problemFacts (null: not imported)
   const sortOf = () => ({ key: route.query.sort || 'rank', dir: route.query.dir === 'desc' ? 'desc' : 'asc' });
   const onSort = (key, dir) => set({ sort: key === 'rank' && dir === 'asc' ? '' : key, dir: dir === 'asc' ? '' : dir }, true);
 
@@ -181,21 +179,11 @@ export function createBoardsView(ctx) {
     ];
   }
 
-  /** An imported board's set and licence conditions, read from its reference's desc.yaml. */
+  /** An imported board's set and licence conditions, as index.json carries its reference's. */
   function problemNote(board) {
-    if (!board.referenceId) return null;
-    const slot = h('div', { class: 'problem-note' });
-    const known = problems.get(board.referenceId);
-    const show = (facts) => facts && fill(slot, h('p', { class: `muted${facts.conditions ? ' licence-conditions' : ''}`, role: 'note' }, `Imported from ${facts.set} (${facts.facts.find(([k]) => k === 'problem')?.[1] ?? ''}). `, facts.conditions ? [h('strong', {}, 'Licence with conditions: '), facts.conditions] : facts.licence ? `Licence: ${facts.licence}.` : null));
-    if (known !== undefined) show(known);
-    else {
-      api.kernel(board.referenceId).then((detail) => {
-        const facts = problemFacts(detail?.desc);
-        problems.set(board.referenceId, facts);
-        show(facts);
-      }, () => problems.set(board.referenceId, null));
-    }
-    return slot;
+    const facts = problemFacts(board.problem ? { 'x-problem': board.problem } : null);
+    if (!facts) return null;
+    return h('div', { class: 'problem-note' }, h('p', { class: `muted${facts.conditions ? ' licence-conditions' : ''}`, role: 'note' }, `Imported from ${facts.set} (${facts.facts.find(([k]) => k === 'problem')?.[1] ?? ''}). `, facts.conditions ? [h('strong', {}, 'Licence with conditions: '), facts.conditions] : facts.licence ? `Licence: ${facts.licence}.` : null));
   }
 
   function renderBody() {
