@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--cpu",
         type=int,
         help="the CPU its judges and their workers are pinned to (give runners sharing a host "
-        "different ones; default: the last CPU)",
+        "different ones; default KZ_RUNNER_CPU, else the last CPU)",
     )
     parser.set_defaults(handler=_handle)
 
@@ -56,7 +56,7 @@ def _handle(args: argparse.Namespace) -> int:
             use_http=args.http,
             nats_url=args.nats_url or settings.nats_url,
             max_tasks=args.max_tasks,
-            cpu=args.cpu,
+            cpu=args.cpu if args.cpu is not None else settings.runner_cpu,
         )
     )
     return 0

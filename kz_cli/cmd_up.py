@@ -256,6 +256,7 @@ def _local_runner(elog: EventLog, settings: Settings, backend: str) -> Runner:
         task_timeout_s=settings.task_timeout_s,
         step_timeout_s=settings.step_timeout_s,
         poll_s=1.0,
+        cpu=settings.runner_cpu,
     )
     transport = NativeTransport(elog, lease_s=settings.lease_s, max_attempts=settings.max_attempts)
     return Runner(info, transport, get_backend(backend), options)

@@ -48,6 +48,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     runner_gpus: str | None = None  # none, all or indices "0,1" (default: sandbox none, docker all)
     runner_readonly: list[str] = msgspec.field(default_factory=list)  # more read-only paths
     runner_bwrap: str = "bwrap"  # the sandbox's bubblewrap binary
+    runner_cpu: int | None = None  # the CPU a runner's judges are pinned to (None: the last)
     task_timeout_s: float = 600.0
     step_timeout_s: float = 300.0
     runner_workdir: Path = Path(".kz/work")
@@ -99,6 +100,7 @@ _ENV: dict[str, str] = {
     "KZ_RUNNER_GPUS": "runner_gpus",
     "KZ_RUNNER_READONLY": "runner_readonly",
     "KZ_RUNNER_BWRAP": "runner_bwrap",
+    "KZ_RUNNER_CPU": "runner_cpu",
     "KZ_TASK_TIMEOUT_S": "task_timeout_s",
     "KZ_STEP_TIMEOUT_S": "step_timeout_s",
     "KZ_RUNNER_WORKDIR": "runner_workdir",
@@ -235,6 +237,10 @@ def _check(settings: Settings) -> list[str]:
         value = getattr(settings, field)
         if not (math.isfinite(value) and value > 0):
             problems.append(f"{_name(field)}: expected a positive number, got {value}")
+    if settings.runner_cpu is not None and settings.runner_cpu < 0:
+        problems.append(
+            f"KZ_RUNNER_CPU: expected a CPU number (0, 1, ...), got {settings.runner_cpu}"
+        )
     if settings.resubmit_limit < 0:
         problems.append(
             f"KZ_RESUBMIT_LIMIT: expected a count of submissions (0: no limit), "

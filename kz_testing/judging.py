@@ -16,6 +16,7 @@ from kz_package import validate_result_document
 from kz_runner.backends.base import Backend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import StepLimits
+from kz_testing.lanes import runner_cpu
 
 __all__ = ["REPO", "judge_task"]
 
@@ -71,7 +72,7 @@ def judge_task(
         incumbent=rivals["incumbent"],
         reference=rivals["reference"],
         confirming=confirming,
-        cpu=cpu,
+        cpu=cpu if cpu is not None else runner_cpu(),
         step_timeout_s=step_timeout_s,
         task_timeout_s=task_timeout_s if task_timeout_s is not None else 2 * step_timeout_s,
         limits=limits or StepLimits(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from kz_events.eventlog import EventLog, LogOptions
 from kz_events.server import EmbeddedServer
 from kz_package.pyparse import parse_python
+from kz_testing.lanes import CPU_ENV, lane_cpu
 
 # CPython 3.11.7's ast.parse shares its recursion-depth state between threads: in a test
 # process the API's upload threads (validation, the tripwire) parse while pytest, hypothesis or
@@ -44,6 +46,15 @@ async def event_log(nats_server: EmbeddedServer) -> AsyncIterator[EventLog]:
 
 
 LAYERS = ("unit", "integration", "system", "webui")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each parallel test process judges on a CPU of its own: every runner, `kz up` and judge
+    it starts reads `KZ_RUNNER_CPU` (two judges pinned to one CPU would measure each other)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker inherits the controller's setting
+        os.environ[CPU_ENV] = str(lane_cpu())
+    else:
+        os.environ.setdefault(CPU_ENV, str(lane_cpu()))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

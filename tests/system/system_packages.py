@@ -43,12 +43,12 @@ if verdict == "error":
 if verdict == "hang":
     time.sleep(3600)
 stats = {k: value for k in ("median", "mean", "min", "max", "p10", "p90")}
-samples = [value] * 5  # the samples the validity gate reads: no interval, no record
+samples = [value] * 5  # equal samples: a settled interval, as the validity gate asks
 write_result(
     accepted=verdict == "accept",
     reason="system test verdict " + verdict,
     metric={"name": "latency", "unit": "us", "better": "lower", "value": value},
-    workloads=[{"name": "tiny", "value": value, "stats": dict(stats, stdev=0.0, samples=[value])}],
+    workloads=[{"name": "tiny", "value": value, "stats": dict(stats, stdev=0.0, samples=samples)}],
     checks=[{"name": "tiny", "max_abs_err": 0.0, "max_rel_err": 0.0, "atol": 0.0, "rtol": 0.0,
              "passed": True}],
     environment={"device": "cpu", "driver": "none", "runtime": "python"},

@@ -260,6 +260,10 @@ async def _send_big(
                 writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n" if chunked else chunk)
                 await writer.drain()
                 sent += len(chunk)
+                # drain() returns without yielding while the socket takes the bytes: let the
+                # reader take the answer as it arrives, as a client reading while it sends does
+                # (else the answer waits unread until the server ends its linger with a reset).
+                await asyncio.sleep(0)
         except ConnectionError:
             pass  # the server answered and closed while we were still sending: expected
         return parse_answer(await answer), sent

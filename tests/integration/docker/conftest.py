@@ -24,6 +24,7 @@ from kz_package import validate_result_document
 from kz_runner.backends import DockerBackend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import MIB, StepLimits
+from kz_testing.lanes import lane_cpu
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 KERNEL_ID = KernelId.parse("cpu/Norm/RMSNorm/fp32/docker_test")
@@ -106,6 +107,7 @@ def run_in_docker(tmp_path: Path, docker_backend: DockerBackend) -> RunPackage:
             arch="cpu",
             workdir=workdir,
             harness_path=REPO_ROOT,
+            cpu=lane_cpu(),
             baseline_path=baseline_path,
             step_timeout_s=step_timeout_s,
             task_timeout_s=2 * step_timeout_s,

@@ -18,6 +18,7 @@ from kz_package import validate_result_document
 from kz_runner.backends import DockerBackend, StepSpec
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import MIB, StepLimits
+from kz_testing.lanes import lane_cpu
 
 pytestmark = pytest.mark.integration
 
@@ -60,6 +61,7 @@ def test_the_rmsnorm_example_is_accepted_with_real_timings(
         arch="cpu",
         workdir=workdir,
         harness_path=REPO_ROOT,
+        cpu=lane_cpu(),
         step_timeout_s=120.0,
         task_timeout_s=240.0,
         limits=StepLimits(memory_bytes=1024 * MIB),

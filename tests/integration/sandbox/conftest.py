@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from kz_runner.backends import SandboxBackend
 from kz_runner.execute import TaskOutcome, TaskSpec, execute_task
 from kz_runner.limits import MIB, StepLimits
 from kz_testing.judging import judge_task
+from kz_testing.lanes import lane_cpu
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 KERNEL_ID = KernelId.parse("cpu/Norm/RMSNorm/fp32/sandbox_test")
@@ -74,6 +74,7 @@ def run_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
             arch="cpu",
             workdir=workdir,
             harness_path=REPO_ROOT,
+            cpu=lane_cpu(),
             step_timeout_s=step_timeout_s,
             task_timeout_s=60.0,
             limits=limits or StepLimits(memory_bytes=2048 * MIB, max_output_bytes=256 * 1024),
@@ -84,9 +85,10 @@ def run_package(tmp_path: Path, sandbox: SandboxBackend) -> RunPackage:
 
 
 @pytest.fixture
-def judge_cpu(worker_id: str) -> int:
-    """The CPU this test process's judges and workers are pinned to (parallel ones apart)."""
-    return _lane(worker_id) % (os.cpu_count() or 1)
+def judge_cpu() -> int:
+    """The CPU this test process's judges and workers are pinned to (parallel ones apart, and
+    the same one its `kz up` stacks' runners use)."""
+    return lane_cpu()
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kz_harness.validity import RESOLVED_FACTOR
 from kz_runner.execute import TaskOutcome
 from kz_runner.limits import StepLimits
 from kz_testing.cheats import BUSY_THREAD, FORK_PER_CALL, HONEST, JUDGE
@@ -551,12 +552,14 @@ def test_a_worker_that_forks_per_call_is_flagged(judge_package: JudgePackage) ->
     assert "extra_processes" in _flags(outcome)
 
 
-def test_a_call_no_slower_than_the_channel_is_measured_as_nothing_and_flagged(
+def test_a_call_no_slower_than_the_channel_is_no_measurement(
     judge_package: JudgePackage,
 ) -> None:
     """A candidate that does nothing but hand back a ready array costs what the trusted no-op
-    costs, measured by the same windows (plus the copy of its output): its figure sits at the
-    resolution, flagged, and not a measurement by the validity gate."""
+    costs, measured by the same windows (plus the copy of its output): its figure sits within
+    the validity gate's factor of the resolution, so the gate says it is no measurement. (Its
+    `below_channel_floor` flag compares fastest windows with the no-op's, which copies no
+    output; whether a 64 KiB copy stays under that bound depends on the host's load.)"""
     cheat = """
 import numpy as np
 _ready = {}
@@ -570,6 +573,5 @@ def rmsnorm(x, w):
     _tried(outcome, "no_work")
     result = _rejected(outcome)
     for workload in result["workloads"]:  # nothing subtracted, and no figure of work either
-        assert workload["stats"]["median"] < 3 * workload["resolution"], workload
-    assert "below_channel_floor" in _flags(outcome)
+        assert workload["stats"]["median"] < RESOLVED_FACTOR * workload["resolution"], workload
     assert result["validity"]["measured"] is False

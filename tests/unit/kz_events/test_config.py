@@ -39,6 +39,7 @@ def test_environment_values_are_typed() -> None:
             "KZ_RUNNER_ARCH": "sm90",
             "KZ_RUNNER_BACKEND": "docker",
             "KZ_MAX_ATTEMPTS": "5",
+            "KZ_RUNNER_CPU": "3",
         }
     )
     assert settings.nats_url == "nats://10.0.0.1:4222"
@@ -54,6 +55,7 @@ def test_environment_values_are_typed() -> None:
     assert settings.runner_arch == ["sm90"]
     assert settings.runner_backend == "docker"
     assert settings.max_attempts == 5
+    assert settings.runner_cpu == 3
 
 
 def test_empty_environment_values_count_as_unset() -> None:
@@ -117,6 +119,8 @@ BAD_VALUES = [
     ({"KZ_MAX_ATTEMPTS": "1.5"}, "KZ_MAX_ATTEMPTS: expected int, got '1.5'"),
     ({"KZ_MAX_UPLOAD_BYTES": "-5"}, "KZ_MAX_UPLOAD_BYTES: expected a positive number, got -5"),
     ({"KZ_REPLICAS": "0"}, "KZ_REPLICAS: expected a positive number, got 0"),
+    ({"KZ_RUNNER_CPU": "-1"}, "KZ_RUNNER_CPU: expected a CPU number (0, 1, ...), got -1"),
+    ({"KZ_RUNNER_CPU": "last"}, "KZ_RUNNER_CPU: expected int | null, got 'last'"),
     ({"KZ_RUNNER_BACKEND": "vm"}, "KZ_RUNNER_BACKEND: expected one of docker, sandbox, stub"),
     ({"KZ_NATS_URL": "http://x:4222"}, "KZ_NATS_URL: expected a nats:// or tls:// URL"),
 ]
