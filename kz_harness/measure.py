@@ -57,8 +57,10 @@ _FLOOR_QUANTILE = 0.1
 _HARD_BUDGETS = 10
 _HARD_EXTRA_S = 10.0
 # Sampling past the budget while the gate reads the figures as measured but not settled: up
-# to this many budgets more, one at a time, so a noisy moment costs time, not a verdict.
-_EXTENSIONS = 4
+# to this many budgets more, one at a time, so a noisy moment costs time, not a verdict (on this
+# 2-core host a window's figure moves by 15-20 % quiet or busy, and the demo boards' scores
+# needed 20-45 rounds a workload to settle; four more budgets left a third of them unsettled).
+_EXTENSIONS = 9
 _BROKEN_KEPT = 3  # failed cheap checks kept per workload (one fails the check already)
 
 
@@ -400,6 +402,7 @@ class WorkloadRun:
         return unsettled(
             self.workload.name, self.impls["calibrate"].values, self.impls["candidate"].values,
             rivals, {name: self.log_ratios[name] for name in rivals},
+            workloads=len(self.bench.workloads),
         )  # fmt: skip
 
     def _fresh_inputs(self) -> tuple[Any, ...]:

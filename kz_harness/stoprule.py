@@ -7,18 +7,21 @@ every round (`kz_harness.sidebyside`), and the platform re-derives them.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kz_harness.sidebyside import RESAMPLES, decisive, speedup_interval
-from kz_harness.validity import validity
+from kz_harness.validity import SETTLED_FACTOR, validity
 
 __all__ = ["settled", "unsettled"]
 
 # A look after each round only decides whether to sample on: a coarser bootstrap will do (the
 # verdict's interval, the judge's and the referee's, takes the full RESAMPLES).
 LOOK_RESAMPLES = 500
+# How much of the mean's room a workload may take: its bound is the mean's at 0.8 sqrt(k).
+_SPARE = 0.8
 
 
 def settled(
@@ -65,10 +68,15 @@ def unsettled(
     candidate: Sequence[float],
     rivals: Mapping[str, Sequence[float]],
     log_ratios: Mapping[str, Sequence[float]],
+    *,
+    workloads: int = 1,
 ) -> bool:
     """Whether the validity gate reads one workload's figures (per-call, one per window) as
     measured but not yet settled: sampling longer may settle them, it cannot make them
-    measured."""
+    measured. The gate settles the result's interval, the mean over its `workloads`, whose
+    width is about one workload's over sqrt(workloads): one workload of several is settled
+    enough a little short of that, at SETTLED_FACTOR ** (0.8 sqrt(workloads)) (1.114 for two,
+    1.165 for four), which leaves the mean a fifth of its bound to spare."""
     entry: dict[str, Any] = {
         "name": name,
         "resolution": _median(resolution),
@@ -82,7 +90,11 @@ def unsettled(
     if "incumbent" in rivals:
         document["comparison"] = {"against": "incumbent"}
     gate = validity(document)
-    return gate.measured and not gate.settled
+    if not gate.measured or gate.settled:
+        return False
+    if gate.spread is None:
+        return True
+    return 1 + gate.spread > SETTLED_FACTOR ** max(1.0, _SPARE * math.sqrt(workloads))
 
 
 def _median(values: Sequence[float]) -> float | None:

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from kz_harness.sidebyside import speedup_interval
 from kz_harness.stoprule import settled, unsettled
 from kz_harness.task import cpu_account
 
@@ -49,6 +50,19 @@ def test_the_gate_asks_for_more_only_when_more_can_help() -> None:
     assert not unsettled("w", [50.0] * 5, candidate, {"reference": [200.0] * 12}, noisy)
     calm = {"reference": _rounds(2.0, 0.002)}
     assert not unsettled("w", [1.0] * 5, candidate, {"reference": [200.0] * 12}, calm)
+
+
+def test_one_workload_of_several_is_settled_enough_at_the_combined_width() -> None:
+    """The gate settles the mean over the workloads, about sqrt(k) narrower than each: a
+    workload 11 % wide samples on alone, and is done as one of two (its bound 1.1 ** 1.13)."""
+    candidate = [100.0] * 20
+    wide = {"reference": _rounds(2.0, 0.11, n=20)}
+    spread = speedup_interval([wide["reference"]])
+    assert 1.10 < spread[2] / spread[1] < 1.1 ** (0.8 * math.sqrt(2))
+    assert unsettled("w", [1.0] * 5, candidate, {"reference": [200.0] * 20}, wide)
+    assert not unsettled("w", [1.0] * 5, candidate, {"reference": [200.0] * 20}, wide, workloads=2)
+    wider = {"reference": _rounds(2.0, 0.3, n=20)}
+    assert unsettled("w", [1.0] * 5, candidate, {"reference": [200.0] * 20}, wider, workloads=2)
 
 
 def test_cpu_outside_the_windows_or_off_the_serving_thread_is_read_as_a_fault() -> None:
