@@ -1,11 +1,15 @@
 """Run every layer of the suite, report each, and fail if any failed.
 
 Layers, in order: lint (ruff), types (mypy), unit and integration tests (in parallel), the
-browser tests, the system tests, the two coverage gates (the whole project >= 80 %, each pure
-core >= 90 %) and the web UI's JavaScript tests (node). Every layer runs whatever happened to
-the ones before it, so one red layer does not hide the state of the others; the report at the
-end gives each layer's result, its counts and its time, and the exit code is 1 when any layer
-failed. pytest's "no tests collected" (exit 5) counts as a failure.
+browser tests and the system tests (side by side: both wait on processes and browsers more
+than they compute, so together they take about as long as the system tests alone), the two
+coverage gates (the whole project >= 80 %, each pure core >= 90 %) and the web UI's JavaScript
+tests (node). Every layer runs whatever happened to the ones before it, so one red layer does
+not hide the state of the others; the report at the end gives each layer's result, its counts
+and its time, and the exit code is 1 when any layer failed. pytest's "no tests collected"
+(exit 5) counts as a failure. Layers that run side by side write their output to a file each,
+printed whole when they end, and their coverage to a data file each, combined before the
+gates.
 
     python scripts/run_tests.py              # every layer
     python scripts/run_tests.py lint types   # some of them (names as in the report)
@@ -24,6 +28,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,17 +93,32 @@ def report(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(rows)
 
 
-def run(argv: Sequence[str]) -> tuple[int, str]:
-    """Run `argv` with its output shown as it comes; its exit code and the end of its output."""
-    print("+", " ".join(argv), flush=True)
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert process.stdout is not None
-    tail = b""
-    while chunk := os.read(process.stdout.fileno(), 65536):
-        sys.stdout.buffer.write(chunk)
-        sys.stdout.buffer.flush()
-        tail = (tail + chunk)[-TAIL_BYTES:]
-    return process.wait(), tail.decode(errors="replace")
+def run(
+    argv: Sequence[str], *, log: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run `argv` with its output shown as it comes (or written to `log`); its exit code and
+    the end of its output."""
+    out = log.open("wb") if log is not None else sys.stdout.buffer
+    try:
+        out.write(("+ " + " ".join(argv) + "\n").encode())
+        out.flush()
+        process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env or None
+        )
+        assert process.stdout is not None
+        tail = b""
+        while chunk := os.read(process.stdout.fileno(), 65536):
+            out.write(chunk)
+            out.flush()
+            tail = (tail + chunk)[-TAIL_BYTES:]
+        return process.wait(), tail.decode(errors="replace")
+    finally:
+        if log is not None:
+            out.close()
+
+
+# Layers that run at the same time as each other, when both are asked for.
+SIDE_BY_SIDE = ("webui", "system")
 
 
 class Suite:
@@ -109,6 +129,7 @@ class Suite:
         self.scratch = scratch
         self.workers = os.environ.get("KZ_TEST_WORKERS", "2")
         self.covered = False  # a pytest layer has written coverage data in this run
+        self.apart: set[str] = set()  # layers now running side by side with another
 
     def layers(self) -> dict[str, Callable[[], tuple[str, str]]]:
         return {
@@ -138,10 +159,18 @@ class Suite:
         return result, f"check: {last_line(out)}; format: {last_line(out2)}"
 
     def pytest(self, marker: str, *extra: str) -> tuple[str, str]:
-        xml = self.scratch / f"{re.sub(r'[^a-z]+', '-', marker)}.xml"
+        name = re.sub(r"[^a-z]+", "-", marker)
+        xml = self.scratch / f"{name}.xml"
+        log = env = None
         append = ["--cov-append"] if self.covered else []
+        if marker in self.apart:  # its own output file and coverage data, combined later
+            log = self.scratch / f"{name}.log"
+            env = {**os.environ, "COVERAGE_FILE": str(self.scratch / f"coverage.{name}")}
+            append = []
         argv = [self.py, "-m", "pytest", "-m", marker, *extra, "--cov", "--cov-report=", *append]
-        code, _ = run([*argv, "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"])
+        code, _ = run(
+            [*argv, "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"], log=log, env=env
+        )
         self.covered = True
         counts = junit_counts(xml.read_text()) if xml.is_file() else "no report"
         if code == 5:
@@ -156,6 +185,34 @@ class Suite:
         return ("passed" if code == 0 else "failed"), (
             f"{total[-1]} %" if total else last_line(out)
         )
+
+    def side_by_side(
+        self, names: Sequence[str], layers: dict[str, Callable[[], tuple[str, str]]]
+    ) -> list[Outcome]:
+        """Run the `names` layers at the same time; print each one's output whole as it ends,
+        and fold their coverage data into the run's."""
+        self.apart = set(names)
+        started = time.monotonic()
+
+        def timed(name: str) -> Outcome:
+            result, counts = layers[name]()
+            return Outcome(name, result, counts, time.monotonic() - started)
+
+        outcomes = []
+        with ThreadPoolExecutor(max_workers=len(names)) as pool:
+            futures = {pool.submit(timed, name): name for name in names}
+            for future in as_completed(futures):
+                outcome = future.result()
+                log = self.scratch / f"{re.sub(r'[^a-z]+', '-', outcome.layer)}.log"
+                if log.is_file():
+                    sys.stdout.buffer.write(log.read_bytes())
+                print(f"=== {outcome.layer}: {outcome.result} ({outcome.counts})", flush=True)
+                outcomes.append(outcome)
+        data = [str(p) for p in sorted(self.scratch.glob("coverage.*")) if p.is_file()]
+        if data:
+            run([self.py, "-m", "coverage", "combine", "--append", "--quiet", *data])
+        self.apart = set()
+        return sorted(outcomes, key=lambda o: list(names).index(o.layer))
 
     def js(self) -> tuple[str, str]:
         node, folder = shutil.which("node"), Path("tests/webui/js")
@@ -176,8 +233,13 @@ def main(argv: Sequence[str]) -> int:
             return 2
         if any(name in wanted for name in ("unit+integration", "webui", "system")):
             run([sys.executable, "-m", "coverage", "erase"])
-        outcomes = []
+        outcomes: list[Outcome] = []
+        together = [name for name in SIDE_BY_SIDE if name in wanted]
         for name in wanted:
+            if name in together and len(together) > 1:
+                if name == together[0]:
+                    outcomes += suite.side_by_side(together, layers)
+                continue
             started = time.monotonic()
             result, counts = layers[name]()
             outcomes.append(Outcome(name, result, counts, time.monotonic() - started))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -57,3 +58,26 @@ def test_the_report_names_every_failed_layer() -> None:
     assert "unit+integration  failed     300.0s  9 passed, 1 failed" in text
     assert text.endswith("FAILED: unit+integration, system")
     assert run_tests.report(outcomes[:1]).endswith("every layer passed")
+
+
+def test_side_by_side_layers_run_at_once_and_report_in_their_order(tmp_path: Path) -> None:
+    """The browser and system layers run together: each one's counts come back under its own
+    name, in the suite's order, and neither waits for the other to end before it starts."""
+    suite = run_tests.Suite(tmp_path)
+    started = threading.Event()
+
+    def webui() -> tuple[str, str]:
+        assert started.wait(10), "the other layer never started"  # it runs meanwhile
+        return "passed", "webui counts"
+
+    def system() -> tuple[str, str]:
+        started.set()
+        return "failed", "system counts"
+
+    layers = {"webui": webui, "system": system}
+    outcomes = suite.side_by_side(["webui", "system"], layers)
+    assert [(o.layer, o.result, o.counts) for o in outcomes] == [
+        ("webui", "passed", "webui counts"),
+        ("system", "failed", "system counts"),
+    ]
+    assert suite.apart == set()
