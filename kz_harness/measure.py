@@ -112,6 +112,7 @@ class WorkloadRun:
         for impl in self._order(self._untrusted()):
             self._window(impl, draw)  # the untimed first call, checked like any
         self._alone("after its first call")
+        self._first_checked()
         self.batch = self._probe()
         for impl in self._untrusted():
             impl.before = self.task.control.inspect(impl.link)
@@ -375,18 +376,39 @@ class WorkloadRun:
                 self._fault(impl, code, message)
 
     def _checks(self, impl: _Impl) -> list[Check]:
-        bench = self.bench
         checks = [
             Check(f"{self.workload.name}#broken{n}", math.inf, math.inf, 0.0, 0.0, False, reason)
             for n, reason in enumerate(impl.broken)
         ]
         for number, kept in enumerate(impl.kept):
-            reference = bench.reference(*kept.inputs)
-            checks.append(
-                compare(kept.output, reference, dtype=bench.dtype, atol=bench.atol,
-                        rtol=bench.rtol, name=f"{self.workload.name}#{number}")
-            )  # fmt: skip
+            checks.append(self._compare(kept, f"{self.workload.name}#{number}"))
         return summarised(self.workload.name, checks)
+
+    def _first_checked(self) -> None:
+        """Each first call's output against the reference at once: an output that is wrong
+        from the start ends the candidate's task (or voids the rival) before a single timed
+        round is spent on it. Every later call stays in the reservoir's draw, so a kernel right
+        on its first call and wrong after is caught at the end as before."""
+        for impl in self._untrusted():
+            if not impl.kept:
+                continue
+            check = self._compare(impl.kept[0], f"{self.workload.name}#first")
+            if check.passed:
+                continue
+            if impl.name == "candidate":
+                raise CandidateFailed(
+                    f"{check.name}: {check.reason}", stage="output",
+                    error=f"WrongOutput: {check.name}: {check.reason}",
+                )  # fmt: skip
+            self.task.void(impl.name, "wrong_output", f"{check.name}: {check.reason}")
+            del self.impls[impl.name]
+
+    def _compare(self, kept: _Kept, name: str) -> Check:
+        bench = self.bench
+        return compare(
+            kept.output, bench.reference(*kept.inputs), dtype=bench.dtype, atol=bench.atol,
+            rtol=bench.rtol, name=name,
+        )  # fmt: skip
 
     def _check_rival(self, impl: _Impl) -> None:
         for check in self._checks(impl):

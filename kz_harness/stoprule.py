@@ -94,7 +94,8 @@ def unsettled(
         return False
     if gate.spread is None:
         return True
-    return 1 + gate.spread > SETTLED_FACTOR ** max(1.0, _SPARE * math.sqrt(workloads))
+    bound: float = SETTLED_FACTOR ** max(1.0, _SPARE * math.sqrt(workloads))
+    return 1 + gate.spread > bound
 
 
 def _median(values: Sequence[float]) -> float | None:

@@ -115,13 +115,12 @@ def _run_benchmark(
 def test_cpu_example_benchmark_writes_a_valid_verdict(kernel_id: str, tmp_path: Path) -> None:
     """The reference is accepted as a first result, and judged against a baseline when one exists.
 
-    Baselines far out of reach on either side keep the verdicts independent of machine speed.
+    A baseline far out of reach keeps the verdict independent of machine speed (one far
+    beaten is the variants' case below).
     """
     first = _run_benchmark(EXAMPLES / kernel_id, tmp_path / "first", kernel_id, None)
     assert first["accepted"] is True
     assert str(first["reason"]).startswith("first result for this kernel")
-    beaten = _run_benchmark(EXAMPLES / kernel_id, tmp_path / "beaten", kernel_id, 1e12)
-    assert beaten["accepted"] is True
     unbeatable = _run_benchmark(EXAMPLES / kernel_id, tmp_path / "unbeaten", kernel_id, 1e-9)
     assert unbeatable["accepted"] is False
     assert str(unbeatable["reason"]).startswith("not 5% faster than current best")

@@ -564,9 +564,10 @@ def test_a_call_no_slower_than_the_channel_is_no_measurement(
 import numpy as np
 _ready = {}
 def rmsnorm(x, w):
-    if x.shape not in _ready:
+    if x.shape not in _ready:  # the first call right, to be measured at all; then no work
         print("TRIED no_work", flush=True)
-        _ready[x.shape] = np.zeros(x.shape, dtype=np.float32)
+        inv = 1.0 / np.sqrt(np.mean(x.astype(np.float64) ** 2, axis=1, keepdims=True) + 1e-6)
+        _ready[x.shape] = (x * inv * w).astype(np.float32)
     return _ready[x.shape]
 """
     outcome = judge_package(JUDGE, {"kernel.py": cheat})
