@@ -15,7 +15,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ _TMPFS = "rw,nosuid,nodev,size=1g,mode=1777"
 _LOG_JOIN_S = 5.0
 _CONNECT_S = 60.0  # a worker's container starts and connects to its channel within this
 _SIGSTOP, _SIGCONT = 19, 18
+_FREEZE_S = 10.0  # a pause or resume the runtime keeps failing is an error after this
 
 
 def unconfined(security_options: list[str]) -> str | None:
@@ -345,17 +346,37 @@ class DockerProcess:
 
     def signal(self, signum: int) -> None:
         """STOP and CONT freeze and thaw the cgroup, each at most once in a row (the engine
-        refuses to pause a paused container or resume a running one, where a signal would not)."""
+        refuses to pause a paused container or resume a running one, where a signal would not).
+        On a loaded host the runtime's freezer can give up before every thread has stopped
+        ("unable to freeze") and thaw it again; the request is then repeated until the engine
+        reports the state asked for, and what the engine reports is the truth either way."""
         if signum == _SIGSTOP:
             if not self.paused:
-                self.container.pause()
-                self.paused = True
+                self._until_state(self.container.pause, paused=True)
         elif signum == _SIGCONT:
             if self.paused:
-                self.container.unpause()
-                self.paused = False
+                self._until_state(self.container.unpause, paused=False)
         else:
             self.container.kill(signal=signum)
+
+    def _until_state(self, request: Callable[[], object], *, paused: bool) -> None:
+        import docker
+
+        deadline = time.monotonic() + _FREEZE_S
+        wait = 0.01
+        while True:
+            try:
+                request()
+                break
+            except docker.errors.APIError:
+                self.container.reload()
+                if (self.container.status == "paused") == paused:
+                    break
+                if time.monotonic() + wait > deadline:
+                    raise
+                time.sleep(wait)
+                wait = min(wait * 2, 0.5)
+        self.paused = paused
 
     def kill(self) -> None:
         if self.dead:

@@ -17,8 +17,9 @@ from urllib.parse import urlparse
 import docker
 import pytest
 
+from kz_runner.backends import docker_engine
 from kz_runner.backends.base import BackendUnavailable, Bind, StepSpec
-from kz_runner.backends.docker_engine import DockerBackend
+from kz_runner.backends.docker_engine import DockerBackend, DockerProcess
 from kz_runner.limits import MIB, StepLimits
 
 pytestmark = pytest.mark.unit
@@ -36,6 +37,8 @@ class FakeEngine:
         self.killed = threading.Event()
         self.removed = False
         self.security = ["name=seccomp,profile=builtin", "name=cgroupns"]
+        self.paused = False
+        self.freeze_errors: list[tuple[int, bool]] = []  # (status, paused after it), in turn
 
 
 def _frame(payload: bytes) -> bytes:
@@ -77,7 +80,7 @@ def make_handler(engine: FakeEngine) -> type[BaseHTTPRequestHandler]:
                 self._json(201, {"Id": "c0ffee", "Warnings": []})
             elif path == "containers/c0ffee/json":
                 code = 137 if engine.killed.is_set() else engine.exit_code
-                status = "exited" if done else "running"
+                status = "exited" if done else "paused" if engine.paused else "running"
                 state = {"Status": status, "Running": not done, "ExitCode": code}
                 self._json(
                     200, {"Id": "c0ffee", "State": state, "Config": {"Tty": False}, "Name": "/t"}
@@ -89,7 +92,12 @@ def make_handler(engine: FakeEngine) -> type[BaseHTTPRequestHandler]:
                     engine.killed.set()
                 self._empty()
             elif path in ("containers/c0ffee/pause", "containers/c0ffee/unpause"):
-                self._empty()
+                if engine.freeze_errors:
+                    status, engine.paused = engine.freeze_errors.pop(0)
+                    self._json(status, {"message": "OCI runtime pause failed: unable to freeze"})
+                else:
+                    engine.paused = path.endswith("/pause")
+                    self._empty()
             elif path == "containers/c0ffee/top":
                 self._json(
                     200,
@@ -358,3 +366,41 @@ def test_a_judge_container_gets_its_descriptors_through_the_bridge(
         os.close(fd)
     for sock in (control, judge_end, inside):
         sock.close()
+
+
+def _process(fake: FakeEngine, client: Any) -> DockerProcess:
+    fake.hang = True  # the container runs until killed
+    backend = DockerBackend(image="kz/runner:cuda", client=client)
+    return DockerProcess(backend, client.containers.get("c0ffee"), None, None, 0)  # type: ignore[arg-type]
+
+
+def test_a_freeze_the_runtime_gives_up_on_is_asked_again_until_the_engine_has_it(
+    engine: tuple[FakeEngine, Any],
+) -> None:
+    """A loaded host's freezer can fail ("unable to freeze") and thaw; the stop is asked again
+    until the container is paused. A request refused because the engine is already in the
+    state asked for (it froze after all) is that state, not an error."""
+    fake, client = engine
+    process = _process(fake, client)
+    fake.freeze_errors = [(500, False), (500, False)]
+    process.signal(19)
+    assert process.paused and fake.paused
+    assert fake.calls.count(("POST", "containers/c0ffee/pause")) == 3
+    fake.freeze_errors = [(409, False)]  # "not paused": the thaw happened after all
+    process.signal(18)
+    assert not process.paused
+    fake.freeze_errors = [(409, True)]  # "already paused"
+    process.signal(19)
+    assert process.paused and fake.paused
+
+
+def test_a_freeze_that_keeps_failing_is_an_error(
+    engine: tuple[FakeEngine, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake, client = engine
+    monkeypatch.setattr(docker_engine, "_FREEZE_S", 0.2)
+    process = _process(fake, client)
+    fake.freeze_errors = [(500, False)] * 100
+    with pytest.raises(docker.errors.APIError, match="unable to freeze"):
+        process.signal(19)
+    assert not process.paused
