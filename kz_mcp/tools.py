@@ -17,7 +17,6 @@ import anyio
 import anyio.to_thread
 import msgspec
 
-from kz_cli.cmd_bench import bench, bench_doc
 from kz_cli.cmd_boards import board_rows, ranking
 from kz_cli.cmd_logs import MAX_JSON_LOG_CHARS
 from kz_cli.cmd_submit import TERMINAL, verdict_doc
@@ -214,6 +213,10 @@ async def bench_files(ctx: ToolContext, args: BenchArgs) -> dict[str, Any]:
     )
 
     def run() -> dict[str, Any]:
+        # The runner (a sandbox, the supervisor and the judge's channel) loads on the first
+        # bench, not with the API that mounts these tools.
+        from kz_cli.cmd_bench import bench, bench_doc
+
         with tempfile.TemporaryDirectory(prefix="kz-mcp-bench-") as tmp:
             root = Path(tmp) / "package"
             for path, (mode, data) in files.items():
