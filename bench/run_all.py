@@ -326,6 +326,52 @@ def parse_webui(_out: str, json_path: Path) -> list[Row]:
     ]
 
 
+def parse_busy_host(_out: str, json_path: Path) -> list[Row]:
+    """bench/busy_host.py's figures (a)-(f), measured with busy processes beside the judge."""
+    f = json.loads(json_path.read_text())
+    busy = f"{f['busy']} busy"
+    rows = []
+    if "a" in f:
+        a = f["a"]
+        rows.append(Row(f"(a) demo medians over timeit, {busy} (median; worst)",
+                        f"{a['median']:.2f}x; {a['worst']:.2f}x", "direct timeit", "",
+                        "within 1.5x", max(a["worst"], 1 / a["worst"]) <= 1.5))  # fmt: skip
+    b, c, e, g = f["b"], f["c"], f["e"], f["f"]
+    rows += [
+        Row(f"(b) identical resubmissions accepted, {busy}", f"{b['accepted']} of {b['of']}",
+            "", "", "0", b["accepted"] == 0),
+        Row(f"(c) a kernel 2x faster accepted, {busy}", f"{c['accepted']} of {c['of']}",
+            "", "", f">= {c['of'] - 1}", c["accepted"] >= c["of"] - 1),
+        Row("(d) a kernel 3 % faster judged faster", f"{f['d_busy']['faster']} of "
+            f"{f['d_busy']['of']} ({busy})", f"{f['d_quiet']['faster']} of {f['d_quiet']['of']} "
+            "(quiet)"),
+        Row(f"(e) one pair's score in {len(e['scores'])} tasks, spread, {busy}",
+            f"{e['spread']:.1%}", "", "", "<= 3 %", e["spread"] <= 0.03),
+        Row(f"(f) runner seconds per verdict, {busy} (median; p90)",
+            f"{g['median_s']:.1f}; {g['p90_s']:.1f}", f"{g['verdicts']} verdicts"),
+    ]  # fmt: skip
+    return rows
+
+
+def parse_problem_import(_out: str, json_path: Path) -> list[Row]:
+    f = json.loads(json_path.read_text())
+    n, total = f["problems"], f["imported_and_committed_s"]
+    b, i = f["boards_list"], f["index"]
+    return [
+        Row(f"import {n} problems, committed and indexed (s)", f"{total:.1f}",
+            f"--out, no log {f['out_s']:.1f}; git CLI commit {f['git_cli_s']:.1f}",
+            f"{total / f['out_s']:.2f}x", "<= 60 s", total <= 60),
+        Row("re-import: problems appended again", str(f["reimport_appended"]),
+            f"{f['reimport_s']:.1f} s", "", "0", f["reimport_appended"] == 0),
+        Row("GET /api/boards bytes a board; read ms before/after",
+            f"{(b['after_bytes'] - b['before_bytes']) / n:.0f}; "
+            f"{b['before_ms']:.1f}/{b['after_ms']:.1f}"),
+        Row("index.json bytes a board; read ms before/after",
+            f"{(i['after_bytes'] - i['before_bytes']) / n:.0f}; "
+            f"{i['before_ms']:.1f}/{i['after_ms']:.1f}"),
+    ]  # fmt: skip
+
+
 BENCHES = [
     Bench(
         "event log",
@@ -381,6 +427,22 @@ BENCHES = [
         json_out=True,
     ),
     Bench("web UI", "webui.py", [], ["--runs", "3"], parse_webui, json_out=True),
+    Bench(
+        "problem import",
+        "problem_import.py",
+        [],
+        ["--problems", "30"],
+        parse_problem_import,
+        json_out=True,
+    ),
+    Bench(
+        "busy host",
+        "busy_host.py",
+        ["--same", "20", "--double", "10", "--power", "10"],
+        ["--no-demo", "--same", "5", "--double", "5", "--power", "3", "--repeat", "5"],
+        parse_busy_host,
+        json_out=True,
+    ),
 ]
 
 
