@@ -117,11 +117,12 @@ def _print(outcome: TaskOutcome) -> None:
         stats = workload.stats or Stats()
         median = stats.median if stats.median is not None else workload.value
         count = stats.n if stats.n is not None else "?"
+        unit = f" {stats.unit}" if stats.unit else ""
         if workload.batch is not None:  # version 3: per call, one figure per timed window
             print(
-                f"  {workload.name}: median {_figure(median)} {stats.unit or ''} per call over "
-                f"{count} windows of {workload.batch} calls (resolution "
-                f"{_figure(workload.resolution)})"
+                f"  {workload.name}: median {_figure(median)}{unit} per call over {count} "
+                f"windows of {workload.batch} calls "
+                f"(resolution {_figure(workload.resolution)}{unit})"
             )
         else:
             print(

@@ -251,8 +251,13 @@ def _marks(doc: dict[str, Any]) -> list[str]:
         marks.append(f"suspect ({codes}): held back from the board until a maintainer clears it")
     confirmation = doc.get("confirmation") or {}
     if confirmation:
+        reason = confirmation.get("reason") or (
+            f"the confirmation run is {confirmation['status']}"
+            if confirmation.get("status")
+            else ""
+        )
         marks.append(
-            f"confirmation: {confirmation.get('mark')}: {confirmation.get('reason') or ''}"
+            f"confirmation: {confirmation.get('mark')}" + (f": {reason}" if reason else "")
         )
     return marks
 

@@ -48,7 +48,7 @@ async def call(
 
 def _main_fields(tool: str, answer: Any) -> Any:
     """What a reader needs of each answer (the whole document is the tool's output schema)."""
-    if not isinstance(answer, dict) or "error" in answer:
+    if not isinstance(answer, dict) or answer.get("error"):
         return answer
     if tool == "start_kernel":
         return {k: answer[k] for k in ("kernel_id", "judge_kernel", "reference", "next")} | {
@@ -59,7 +59,8 @@ def _main_fields(tool: str, answer: Any) -> Any:
         return {"outcome": answer["outcome"], "message": answer.get("message"),
                 "score": result.get("score"), "validity": result.get("validity")}  # fmt: skip
     if tool == "submit_files":
-        keep = ("submission_id", "status", "result", "error", "commits", "provenance")
+        keep = ("submission_id", "status", "result", "validity", "confirmation", "commits",
+                "provenance")  # fmt: skip
         return {k: answer[k] for k in keep if k in answer}
     return answer
 

@@ -314,3 +314,20 @@ def test_kz_status_shows_a_retry_a_voided_rival_and_a_suspect_mark(
     out = capsys.readouterr().out
     assert "  rival voided: the incumbent (it raised): its fault, not this submission's" in out
     assert "  suspect (extra_threads): held back from the board until a maintainer clears it" in out
+
+
+def test_a_pending_confirmation_says_its_run_is_under_way(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No dangling colon: a confirmation without a reason yet says what its run is doing."""
+    api.final = {
+        "status": "committed",
+        "result": {"reason": "first result for this kernel: 165.3 us"},
+        "confirmation": {"submission_id": SID, "status": "queued", "mark": "unconfirmed"},
+    }
+    assert kz("status", SID) == 0
+    out = capsys.readouterr().out
+    assert "  confirmation: unconfirmed: the confirmation run is queued\n" in out
+    api.final["confirmation"] = {"mark": "confirmed", "reason": "agrees: 3.27x"}
+    assert kz("status", SID) == 0
+    assert "  confirmation: confirmed: agrees: 3.27x\n" in capsys.readouterr().out
