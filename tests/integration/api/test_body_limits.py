@@ -162,10 +162,12 @@ async def test_every_body_over_its_limit_is_refused_with_413_before_it_is_taken(
         }
         answers = {str(op): await offer(port, op, chunked=chunked) for op in operations}
     wrong = {}
+    print(f"{'operation':44} status code               limit      sent of {OVER}")  # -rP shows it
     for name, answer in answers.items():
         error = json.loads(answer.body).get("error", {}) if answer.body else {}
         upload = name in ("POST /api/submissions", "POST /api/edits/rebase")
         limit = error.get("details", {}).get("limit")
+        print(f"{name:44} {answer.status:<6} {error.get('code')!s:18} {limit!s:10} {answer.sent}")
         if (
             answer.status != 413
             or error.get("code") != ("package_too_large" if upload else "body_too_large")
