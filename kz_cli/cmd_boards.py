@@ -66,7 +66,11 @@ def ranking_lines(board: str, rows: list[dict[str, Any]]) -> list[str]:
         shown = f"{score['speedup']:.3g}x" if score.get("speedup") else "-"
         made = row.get("provenance") or {}
         by = " ".join(str(made[k]) for k in ("agent", "model") if made.get(k))
-        lines.append(f"  {row.get('rank'):>3}  {shown:>8}  {row.get('kernel_id')}  {by}".rstrip())
+        rank = row.get("rank")
+        place = "-" if rank is None else str(rank)  # unranked: disputed, suspect, held back
+        why = f"(unranked: {row['unranked']})" if rank is None and row.get("unranked") else ""
+        tail = "  ".join(part for part in (by, why) if part)
+        lines.append(f"  {place:>3}  {shown:>8}  {row.get('kernel_id')}  {tail}".rstrip())
     return lines
 
 
