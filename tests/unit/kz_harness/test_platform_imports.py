@@ -4,6 +4,7 @@ neither the judge nor its worker, channel, GPU timer or the runner."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -53,3 +54,20 @@ def test_the_harness_names_still_resolve_where_a_benchmark_uses_them() -> None:
     assert set(kz_harness.__all__) <= set(dir(kz_harness))
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = kz_harness.nothing  # type: ignore[attr-defined]
+
+
+def test_no_export_is_shadowed_by_a_submodule_of_its_name() -> None:
+    """Importing a submodule sets the package's attribute of its name to the module: an
+    exported name that is also a submodule's (`verdict`) must still be the function."""
+    import importlib
+    import types
+
+    import kz_harness
+
+    for name in kz_harness.__all__:
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(f"kz_harness.{name}")
+    shadowed = [
+        n for n in kz_harness.__all__ if isinstance(getattr(kz_harness, n), types.ModuleType)
+    ]
+    assert shadowed == []
