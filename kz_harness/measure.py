@@ -283,8 +283,7 @@ class WorkloadRun:
                 "judge's poison in their output"
             )
             if impl.name != "candidate":
-                self.task.void(impl.name, "wrong_output", f"{self.workload.name}: {reason}")
-                del self.impls[impl.name]
+                self._void(impl, "wrong_output", f"{self.workload.name}: {reason}")
                 return False
             if len(impl.broken) < _BROKEN_KEPT:
                 impl.broken.append(reason)
@@ -306,9 +305,7 @@ class WorkloadRun:
                 raise
             if impl.trusted:
                 raise HarnessError(f"the trusted no-op failed: {exc}") from exc
-            code = void_code(stage=exc.stage)
-            self.task.void(impl.name, code, f"{self.workload.name}: {exc}")
-            self.impls.pop(impl.name, None)
+            self._void(impl, void_code(stage=exc.stage), f"{self.workload.name}: {exc}")
             return None
 
     def _fault(self, impl: _Impl, code: str, message: str) -> None:
@@ -316,8 +313,13 @@ class WorkloadRun:
         text = f"{self.workload.name}: {message}"
         if impl.name == "candidate":
             self.task.flags.add(code, text)
-        elif impl.name in self.impls:
-            self.task.void(impl.name, void_code(flag=code), text)
+        else:
+            self._void(impl, void_code(flag=code), text)
+
+    def _void(self, impl: _Impl, code: str, message: str) -> None:
+        """A rival out of the task: voided with its reason, measured no further."""
+        if impl.name in self.impls:
+            self.task.void(impl.name, code, message)
             del self.impls[impl.name]
 
     # --- the end ---------------------------------------------------------------------
@@ -400,8 +402,7 @@ class WorkloadRun:
                     f"{check.name}: {check.reason}", stage="output",
                     error=f"WrongOutput: {check.name}: {check.reason}",
                 )  # fmt: skip
-            self.task.void(impl.name, "wrong_output", f"{check.name}: {check.reason}")
-            del self.impls[impl.name]
+            self._void(impl, "wrong_output", f"{check.name}: {check.reason}")
 
     def _compare(self, kept: _Kept, name: str) -> Check:
         bench = self.bench
@@ -413,8 +414,7 @@ class WorkloadRun:
     def _check_rival(self, impl: _Impl) -> None:
         for check in self._checks(impl):
             if not check.passed:
-                self.task.void(impl.name, "wrong_output", f"{check.name}: {check.reason}")
-                del self.impls[impl.name]
+                self._void(impl, "wrong_output", f"{check.name}: {check.reason}")
                 return
 
     # --- helpers ---------------------------------------------------------------------

@@ -117,6 +117,10 @@ def run(
             out.close()
 
 
+def _slug(marker: str) -> str:
+    return re.sub(r"[^a-z]+", "-", marker)
+
+
 # Layers that run at the same time as each other, when both are asked for.
 SIDE_BY_SIDE = ("webui", "system")
 
@@ -159,12 +163,12 @@ class Suite:
         return result, f"check: {last_line(out)}; format: {last_line(out2)}"
 
     def pytest(self, marker: str, *extra: str) -> tuple[str, str]:
-        name = re.sub(r"[^a-z]+", "-", marker)
+        name = _slug(marker)
         xml = self.scratch / f"{name}.xml"
         log = env = None
         append = ["--cov-append"] if self.covered else []
         if marker in self.apart:  # its own output file and coverage data, combined later
-            log = self.scratch / f"{name}.log"
+            log = self._log(marker)
             env = {**os.environ, "COVERAGE_FILE": str(self.scratch / f"coverage.{name}")}
             append = []
         argv = [self.py, "-m", "pytest", "-m", marker, *extra, "--cov", "--cov-report=", *append]
@@ -186,6 +190,10 @@ class Suite:
             f"{total[-1]} %" if total else last_line(out)
         )
 
+    def _log(self, layer: str) -> Path:
+        """Where a layer running side by side writes its output."""
+        return self.scratch / f"{_slug(layer)}.log"
+
     def side_by_side(
         self, names: Sequence[str], layers: dict[str, Callable[[], tuple[str, str]]]
     ) -> list[Outcome]:
@@ -203,7 +211,7 @@ class Suite:
             futures = {pool.submit(timed, name): name for name in names}
             for future in as_completed(futures):
                 outcome = future.result()
-                log = self.scratch / f"{re.sub(r'[^a-z]+', '-', outcome.layer)}.log"
+                log = self._log(outcome.layer)
                 if log.is_file():
                     sys.stdout.buffer.write(log.read_bytes())
                 print(f"=== {outcome.layer}: {outcome.result} ({outcome.counts})", flush=True)

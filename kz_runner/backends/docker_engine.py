@@ -361,21 +361,21 @@ class DockerProcess:
 
     def _until_state(self, request: Callable[[], object], *, paused: bool) -> None:
         import docker
+        from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-        deadline = time.monotonic() + _FREEZE_S
-        wait = 0.01
-        while True:
-            try:
-                request()
-                break
-            except docker.errors.APIError:
-                self.container.reload()
-                if (self.container.status == "paused") == paused:
-                    break
-                if time.monotonic() + wait > deadline:
-                    raise
-                time.sleep(wait)
-                wait = min(wait * 2, 0.5)
+        for attempt in Retrying(
+            retry=retry_if_exception_type(docker.errors.APIError),
+            stop=stop_after_delay(_FREEZE_S),
+            wait=wait_exponential(multiplier=0.01, max=0.5),
+            reraise=True,
+        ):
+            with attempt:
+                try:
+                    request()
+                except docker.errors.APIError:
+                    self.container.reload()
+                    if (self.container.status == "paused") != paused:
+                        raise
         self.paused = paused
 
     def kill(self) -> None:
